@@ -1,0 +1,30 @@
+"""ragcheck_local: RAGChecker-style RAG diagnosis with a local NLI cross-encoder, offline.
+
+Public API: :func:`evaluate` (file in, files out), :class:`EvalConfig`, :func:`build_config`,
+:class:`Evaluator` (in-memory blocks of items), :func:`recompute`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+__all__ = ["EvalConfig", "Evaluator", "__version__", "build_config", "evaluate", "recompute"]
+
+_LAZY = {
+    "EvalConfig": "config",
+    "build_config": "config",
+    "Evaluator": "pipeline",
+    "evaluate": "pipeline",
+    "recompute": "pipeline",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing the package must not pull in torch or spaCy.
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

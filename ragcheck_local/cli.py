@@ -1,0 +1,188 @@
+"""Command line: parse, call the library, print. Exit codes: 0 ok, 2 bad input/usage, 1 other."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from .errors import RagcheckError
+
+logger = logging.getLogger("ragcheck_local")
+
+# RAGChecker flags that name LLM services; accepted so users' command lines keep working.
+_IGNORED_RAGCHECKER_FLAGS = ("extractor_name", "checker_name", "extractor_api_base",
+                             "checker_api_base", "joint_check", "joint_check_num",
+                             "batch_size_extractor", "disable_joint_check")
+
+
+def _offline_env() -> None:
+    # Set before transformers / datasets / huggingface_hub are imported: never touch the network.
+    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ[key] = "1"
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _format_metrics(grouped: Mapping[str, Mapping[str, Any]]) -> str:
+    lines = [f"{'group':<10} {'metric':<34} {'value':>7}", "-" * 53]
+    for group, values in grouped.items():
+        for name, value in values.items():
+            shown = "n/a" if value is None else f"{value:.1f}"
+            lines.append(f"{group:<10} {name:<34} {shown:>7}")
+    return "\n".join(lines)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RagcheckError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # last resort: a clear message and exit code 1
+            if os.environ.get("RAGCHECK_DEBUG"):
+                raise
+            click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="ragcheck_local")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details.")
+def main(verbose: bool) -> None:
+    """Offline RAGChecker-style evaluation with a local NLI cross-encoder."""
+    _offline_env()
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+@main.command(context_settings={"ignore_unknown_options": False})
+@click.option("--input", "--input_path", "-i", "input_path", required=True,
+              type=click.Path(dir_okay=False), help="RAGChecker JSON, JSONL, Parquet or CSV.")
+@click.option("--output", "--output_path", "-o", "output_path", required=True,
+              type=click.Path(dir_okay=False), help="Output JSON (RAGChecker format).")
+@click.option("--nli-model", help="Local NLI model directory (default: the bundled model).")
+@click.option("--metrics", multiple=True,
+              help="Metric or group names (repeat, comma-separate, or list after the flag).")
+@click.option("--config", "preset", default="default", show_default=True,
+              help="Preset name in configs/ or a YAML path.")
+@click.option("--device", help="auto | cpu | cuda | cuda:N | mps")
+@click.option("--dtype", type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
+@click.option("--batch-size", "--batch_size_checker", "batch_size", type=int,
+              help="Most pairs per forward pass.")
+@click.option("--max-batch-tokens", type=int, help="Token budget per forward pass.")
+@click.option("--max-length", type=int, help="Tokens per (window, claim) pair.")
+@click.option("--window-overlap", type=int, help="Sentences shared by consecutive windows.")
+@click.option("--backend", type=click.Choice(["torch", "onnx"]))
+@click.option("--compile/--no-compile", "compile_", default=None, help="torch.compile (GPU).")
+@click.option("--lang", help="auto | en | ja | ... (spaCy language code).")
+@click.option("--spacy-model", help="Installed spaCy pipeline name or path for sentences.")
+@click.option("--extractor", type=click.Choice(["sentence", "seq2seq"]))
+@click.option("--extractor-model", help="Local seq2seq model directory (--extractor seq2seq).")
+@click.option("--empty-policy", type=click.Choice(["zero", "skip"]),
+              help="Items without claims count as 0 (RAGChecker) or are skipped.")
+@click.option("--on-error", type=click.Choice(["raise", "skip"]),
+              help="Stop at the first bad record, or record it as rejected and go on.")
+@click.option("--format", "input_format",
+              type=click.Choice(["auto", "ragchecker", "jsonl", "parquet", "csv", "json-table"]))
+@click.option("--column-map", multiple=True, help="SOURCE=FIELD pairs, e.g. question=query.")
+@click.option("--cache", "cache", type=click.Path(dir_okay=False),
+              help="SQLite cache of NLI probabilities.")
+@click.option("--no-cache", is_flag=True, help="Ignore any cache setting.")
+@click.option("--shard", help="Evaluate only shard I of N (I/N, by query_id).")
+@click.option("--resume", is_flag=True, default=None, help="Continue an interrupted run.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+@click.option("--extractor_name", "--checker_name", "ignored", multiple=True, hidden=True)
+@click.option("--batch_size_extractor", "--joint_check_num", "ignored_int", type=int,
+              hidden=True, multiple=True)
+@click.argument("extra_metrics", nargs=-1)
+def evaluate(
+    input_path: str,
+    output_path: str,
+    nli_model: str | None,
+    metrics: tuple[str, ...],
+    preset: str,
+    extra_metrics: tuple[str, ...],
+    quiet: bool,
+    no_cache: bool,
+    compile_: bool | None,
+    ignored: tuple[str, ...],
+    ignored_int: tuple[int, ...],
+    **options: Any,
+) -> None:
+    """Evaluate a RAG results file and write RAGChecker-format output."""
+    from .config import build_config
+    from .pipeline import evaluate as run_evaluation
+
+    if extra_metrics and not metrics:
+        raise click.UsageError(f"unexpected argument(s): {' '.join(extra_metrics)}")
+    if ignored or ignored_int:
+        click.echo("note: RAGChecker LLM extractor/checker flags are ignored; "
+                   "claims and checks run locally", err=True)
+    names = [n.strip() for m in (*metrics, *extra_metrics) for n in m.split(",") if n.strip()]
+    overrides = {k: v for k, v in options.items() if v is not None}
+    overrides.update(nli_model=nli_model, compile=compile_)
+    if names:
+        overrides["metrics"] = tuple(names)
+    if overrides.get("column_map"):
+        from .io import parse_column_map
+
+        overrides["column_map"] = tuple(parse_column_map(overrides["column_map"]).items())
+    else:
+        overrides.pop("column_map", None)
+    if quiet:
+        overrides["progress"] = False
+    config = build_config(preset, overrides)
+    if no_cache:
+        config = dataclasses.replace(config, cache=None)
+    summary = run_evaluation(input_path, output_path, config)
+    click.echo(_format_metrics(summary.output["metrics"]))
+    counts = summary.counts
+    click.echo(
+        f"\n{counts['items']} item(s), {counts.get('rejected', 0)} rejected, "
+        f"{counts.get('pairs', 0)} pair(s) checked in {summary.timings['checking_s']:.1f}s "
+        f"({summary.timings['total_s']:.1f}s total)"
+    )
+    for key in ("output", "claims", "manifest"):
+        click.echo(f"{key:>9}: {summary.paths[key]}")
+
+
+@main.command()
+@click.argument("input_path", type=click.Path(dir_okay=False))
+@click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--metrics", multiple=True, help="Metric or group names (default all_metrics).")
+@click.option("--empty-policy", type=click.Choice(["zero", "skip"]), default="zero",
+              show_default=True)
+def recompute(input_path: str, output_path: str, metrics: tuple[str, ...],
+              empty_policy: str) -> None:
+    """Recompute metrics from the matrices in an output file (no model loaded)."""
+    from .pipeline import recompute as run_recompute
+
+    names = [n.strip() for m in metrics for n in m.split(",") if n.strip()] or ["all_metrics"]
+    out = run_recompute(input_path, output_path, metrics=names, empty_policy=empty_policy)
+    click.echo(_format_metrics(out["metrics"]))
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
+def merge(inputs: tuple[str, ...], output_path: str) -> None:
+    """Merge shard outputs into one RAGChecker-format file."""
+    from .pipeline import merge as run_merge
+
+    out = run_merge(inputs, output_path)
+    click.echo(_format_metrics(out["metrics"]))
+    click.echo(f"\n{len(out['results'])} item(s) from {len(inputs)} file(s) -> {output_path}")
+

@@ -1,0 +1,33 @@
+"""Exceptions with the exit codes the CLI maps them to."""
+
+from __future__ import annotations
+
+
+class RagcheckError(Exception):
+    """Base class for errors ragcheck_local raises on purpose (exit code 1)."""
+
+    exit_code = 1
+
+
+class InputError(RagcheckError):
+    """Bad input data or usage: names the record, the field and the bad value (exit code 2)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, record: str | None = None, field: str | None = None):
+        self.record = record
+        self.field = field
+        where = []
+        if record is not None:
+            where.append(f"record {record}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        prefix = f"{', '.join(where)}: " if where else ""
+        super().__init__(prefix + message)
+        self.reason = message
+
+
+class ModelError(RagcheckError):
+    """A model directory that cannot be used (missing files, unknown labels, ...)."""
+
+    exit_code = 2

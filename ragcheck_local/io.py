@@ -1,0 +1,408 @@
+"""Reading and validating input records; writing outputs atomically.
+
+Formats: RAGChecker JSON (``{"results": [...]}`` or a bare list), JSON Lines (one result per
+line), and Parquet / CSV / JSON-table files through Hugging Face ``datasets``. Records stream in
+order; validation happens per record and names the record (query_id or line), the field and the
+value found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import InputError
+from .records import Chunk, RagItem, Rejected
+
+logger = logging.getLogger(__name__)
+
+FIELDS = ("query_id", "query", "gt_answer", "response", "retrieved_context")
+FORMATS = ("auto", "ragchecker", "jsonl", "parquet", "csv", "json-table")
+_MAX_SHOWN = 80
+
+
+def _show(value: Any) -> str:
+    """Short repr of a bad value for error messages."""
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+def parse_column_map(spec: str | Iterable[str] | None) -> dict[str, str]:
+    """Parse ``"question=query,answer=response"`` into ``{"question": "query", ...}``.
+
+    Keys are the user's column names, values our field names.
+    """
+    if spec is None:
+        return {}
+    parts: list[str] = []
+    for piece in [spec] if isinstance(spec, str) else list(spec):
+        parts.extend(p for p in piece.split(",") if p.strip())
+    mapping: dict[str, str] = {}
+    for part in parts:
+        if "=" not in part:
+            raise InputError(f"expected SOURCE=FIELD, got {part!r}", field="--column-map")
+        source, target = (s.strip() for s in part.split("=", 1))
+        if target not in FIELDS:
+            raise InputError(
+                f"unknown target field {target!r} in {part!r}; valid: {', '.join(FIELDS)}",
+                field="--column-map",
+            )
+        if not source:
+            raise InputError(f"empty source column in {part!r}", field="--column-map")
+        mapping[source] = target
+    return mapping
+
+
+def detect_format(path: Path, fmt: str = "auto") -> str:
+    """Resolve ``fmt='auto'`` from the file suffix (and the first byte for ``.json``)."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}", field="--format")
+    if fmt != "auto":
+        return fmt
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    if suffix == ".json":
+        with open(path, "rb") as fh:
+            head = fh.read(4096).lstrip()
+        # A JSON file whose first line is a complete object is most likely JSON Lines.
+        if head.startswith(b"{") and b'"results"' not in head[:200] and _looks_like_jsonl(path):
+            return "jsonl"
+        return "ragchecker"
+    raise InputError(
+        f"cannot tell the format of {path.name!r} from its suffix; pass --format", field="--input"
+    )
+
+
+def _looks_like_jsonl(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        first = fh.readline()
+    try:
+        return isinstance(json.loads(first), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+
+
+def _decode(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 4]
+        raise InputError(
+            f"not valid UTF-8 at byte {exc.start}: {bad!r}", record=where, field="(encoding)"
+        ) from None
+
+
+def _iter_ragchecker(path: Path) -> Iterator[tuple[str, Any]]:
+    text = _decode(path.read_bytes(), path.name)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+            record=path.name,
+        ) from None
+    if isinstance(data, Mapping):
+        if "results" not in data:
+            raise InputError(
+                f"expected a top-level 'results' list, found keys {_show(sorted(data))}",
+                record=path.name,
+                field="results",
+            )
+        data = data["results"]
+    if not isinstance(data, list):
+        raise InputError(
+            f"expected a list of results, found {type(data).__name__}",
+            record=path.name,
+            field="results",
+        )
+    for index, raw in enumerate(data):
+        yield f"results[{index}]", raw
+
+
+def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
+    with open(path, "rb") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            where = f"line {lineno}"
+            stripped = _decode(line, where).strip()
+            if not stripped:
+                continue
+            try:
+                yield where, json.loads(stripped)
+            except json.JSONDecodeError as exc:
+                yield where, InputError(f"malformed JSON: {exc.msg} at column {exc.colno}")
+
+
+def _iter_datasets(path: Path, fmt: str) -> Iterator[tuple[str, Any]]:
+    # Imported here: `datasets` is heavy and only needed for table formats.
+    from datasets import load_dataset
+
+    builder = {"parquet": "parquet", "csv": "csv", "json-table": "json"}[fmt]
+    kwargs: dict[str, Any] = {}
+    if fmt == "csv" and path.suffix.lower() == ".tsv":
+        kwargs["delimiter"] = "\t"
+    dataset = load_dataset(builder, data_files=str(path), split="train", streaming=True, **kwargs)
+    for index, row in enumerate(dataset):
+        yield f"row {index + 1}", row
+
+
+def iter_raw(path: str | Path, fmt: str = "auto") -> Iterator[tuple[str, Any]]:
+    """Yield ``(locator, raw_record)`` pairs in file order; streams JSONL and table formats."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no such file: {str(path)!r}", field="--input")
+    resolved = detect_format(path, fmt)
+    if resolved == "ragchecker":
+        yield from _iter_ragchecker(path)
+    elif resolved == "jsonl":
+        yield from _iter_jsonl(path)
+    else:
+        yield from _iter_datasets(path, resolved)
+
+
+def _as_id(value: Any, where: str, field: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InputError(
+            f"expected a string, found {type(value).__name__} {_show(value)}",
+            record=where,
+            field=field,
+        )
+    text = str(value)
+    if not text.strip():
+        raise InputError("must not be empty", record=where, field=field)
+    return text
+
+
+def _as_text(value: Any, where: str, field: str, *, allow_empty: bool) -> str:
+    if value is None and allow_empty:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(
+            f"expected a string, found {type(value).__name__} {_show(value)}",
+            record=where,
+            field=field,
+        )
+    if not allow_empty and not value.strip():
+        raise InputError(f"must not be empty, found {_show(value)}", record=where, field=field)
+    return value
+
+
+def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
+    field = "retrieved_context"
+    if value is None:
+        return None
+    if isinstance(value, str):
+        # Table formats carry the chunk list as a JSON string.
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise InputError(
+                f"expected a list of {{doc_id, text}} (or its JSON), found {_show(value)}",
+                record=where,
+                field=field,
+            ) from None
+    if not isinstance(value, list):
+        raise InputError(
+            f"expected a list, found {type(value).__name__} {_show(value)}",
+            record=where,
+            field=field,
+        )
+    chunks = []
+    for index, raw in enumerate(value):
+        sub = f"{field}[{index}]"
+        if isinstance(raw, str):
+            chunks.append(Chunk(doc_id=str(index), text=raw))
+            continue
+        if not isinstance(raw, Mapping):
+            raise InputError(
+                f"expected an object with doc_id and text, found {_show(raw)}",
+                record=where,
+                field=sub,
+            )
+        doc_id = raw.get("doc_id", str(index))
+        if doc_id is None:
+            doc_id = str(index)
+        chunks.append(
+            Chunk(
+                doc_id=_as_id(doc_id, where, f"{sub}.doc_id"),
+                text=_as_text(raw.get("text"), where, f"{sub}.text", allow_empty=True),
+            )
+        )
+    return tuple(chunks)
+
+
+def validate_record(raw: Any, locator: str, column_map: Mapping[str, str] | None = None) -> RagItem:
+    """Turn one raw record into a :class:`RagItem` or raise :class:`InputError`.
+
+    ``gt_answer`` may be empty or null (gt-dependent metrics become null); a missing or null
+    ``retrieved_context`` means chunk-dependent metrics become null.
+    """
+    if isinstance(raw, InputError):
+        raise InputError(raw.reason, record=locator)
+    if not isinstance(raw, Mapping):
+        raise InputError(
+            f"expected an object, found {type(raw).__name__} {_show(raw)}", record=locator
+        )
+    if column_map:
+        raw = {column_map.get(key, key): value for key, value in raw.items()}
+    if "query_id" not in raw:
+        raise InputError("missing", record=locator, field="query_id")
+    query_id = _as_id(raw["query_id"], locator, "query_id")
+    where = f"query_id={query_id!r} ({locator})"
+    for name in ("query", "response", "gt_answer"):
+        if name not in raw:
+            raise InputError("missing", record=where, field=name)
+    extra = {k: v for k, v in raw.items() if k not in FIELDS}
+    return RagItem(
+        query_id=query_id,
+        query=_as_text(raw["query"], where, "query", allow_empty=True),
+        gt_answer=_as_text(raw["gt_answer"], where, "gt_answer", allow_empty=True),
+        response=_as_text(raw["response"], where, "response", allow_empty=False),
+        retrieved_context=_as_context(raw.get("retrieved_context"), where),
+        extra=extra,
+    )
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Validated items plus the records rejected under ``on_error='skip'``."""
+
+    items: tuple[RagItem, ...]
+    rejected: tuple[Rejected, ...]
+
+
+def iter_items(
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    column_map: Mapping[str, str] | None = None,
+    on_error: str = "raise",
+    rejected: list[Rejected] | None = None,
+) -> Iterator[RagItem]:
+    """Stream validated items; duplicate query_ids are an error (or rejected under 'skip').
+
+    Under ``on_error='skip'`` bad records are appended to ``rejected`` instead of raising.
+    """
+    if on_error not in ("raise", "skip"):
+        raise InputError(f"expected 'raise' or 'skip', found {on_error!r}", field="--on-error")
+    seen: set[str] = set()
+    for locator, raw in iter_raw(path, fmt):
+        try:
+            item = validate_record(raw, locator, column_map)
+            if item.query_id in seen:
+                raise InputError(
+                    f"duplicate query_id {item.query_id!r}", record=locator, field="query_id"
+                )
+        except InputError as exc:
+            if on_error == "raise":
+                raise
+            logger.warning("skipping %s", exc)
+            if rejected is not None:
+                rejected.append(
+                    Rejected(record=exc.record or locator, field=exc.field, reason=exc.reason)
+                )
+            continue
+        seen.add(item.query_id)
+        yield item
+
+
+def read_items(
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    column_map: Mapping[str, str] | None = None,
+    on_error: str = "raise",
+) -> ReadResult:
+    """Read and validate a whole input file."""
+    rejected: list[Rejected] = []
+    items = tuple(
+        iter_items(path, fmt=fmt, column_map=column_map, on_error=on_error, rejected=rejected)
+    )
+    return ReadResult(items=items, rejected=tuple(rejected))
+
+
+def item_to_dict(item: RagItem) -> dict[str, Any]:
+    """The RAGChecker input record for an item (extra fields kept after the standard ones)."""
+    out: dict[str, Any] = {
+        "query_id": item.query_id,
+        "query": item.query,
+        "gt_answer": item.gt_answer,
+        "response": item.response,
+        "retrieved_context": None
+        if item.retrieved_context is None
+        else [{"doc_id": c.doc_id, "text": c.text} for c in item.retrieved_context],
+    }
+    for key, value in item.extra.items():
+        out.setdefault(key, value)
+    return out
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temp file beside ``path``; rename it over ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def dumps_json(obj: Any, *, indent: int | None = 2) -> str:
+    """JSON as we write it everywhere: UTF-8 text, no \\u-escaping, NaN rejected."""
+    return json.dumps(obj, ensure_ascii=False, indent=indent, allow_nan=False)
+
+
+def write_json(path: str | Path, obj: Any, *, indent: int | None = 2) -> None:
+    """Write JSON atomically."""
+    text = dumps_json(obj, indent=indent)
+    with atomic_writer(path) as fh:
+        fh.write(text)
+        fh.write("\n")
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Any]) -> None:
+    """Write JSON Lines atomically."""
+    with atomic_writer(path) as fh:
+        for row in rows:
+            fh.write(dumps_json(row, indent=None))
+            fh.write("\n")
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write a text file atomically."""
+    with atomic_writer(path) as fh:
+        fh.write(text)
+
+
+def load_json(path: str | Path) -> Any:
+    """Read a JSON file with errors that name the file and position."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no such file: {str(path)!r}")
+    text = _decode(path.read_bytes(), path.name)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", record=path.name
+        ) from None

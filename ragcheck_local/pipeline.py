@@ -1,0 +1,631 @@
+"""Wires the stages: io → claims → nli → metrics → output files.
+
+Items are processed in blocks; each finished item is appended to a checkpoint file
+(``OUT.partial.jsonl``) so that a crashed run can ``resume`` without redoing finished items, and
+the final files are streamed from it atomically, so memory stays flat as the input grows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .claims import ExtractorConfig, Segmenter, build_extractor
+from .config import EvalConfig
+from .errors import InputError
+from .io import atomic_writer, dumps_json, item_to_dict, iter_items, write_json
+from .metrics import (
+    ANSWER2RESPONSE,
+    EXTRA_METRICS,
+    RESPONSE2ANSWER,
+    RETRIEVED2ANSWER,
+    RETRIEVED2RESPONSE,
+    CheckingMatrices,
+    aggregate,
+    item_metrics,
+    required_checks,
+    resolve_metrics,
+)
+from .records import NEUTRAL, Claim, RagItem, Rejected
+from .verdicts import combine
+
+logger = logging.getLogger(__name__)
+
+PROB_KEYS = ("entailment", "neutral", "contradiction")
+
+
+def output_paths(output: str | Path) -> dict[str, Path]:
+    """The files a run writes next to ``OUT.json``."""
+    out = Path(output)
+    stem = out.with_suffix("") if out.suffix == ".json" else out
+    return {
+        "output": out,
+        "claims": Path(f"{stem}.claims.jsonl"),
+        "manifest": Path(f"{stem}.manifest.json"),
+        "checkpoint": Path(f"{stem}.partial.jsonl"),
+    }
+
+
+def in_shard(query_id: str, shard: tuple[int, int] | None) -> bool:
+    """Deterministic shard membership by query_id (crc32, stable across machines)."""
+    if shard is None:
+        return True
+    index, count = shard
+    return zlib.crc32(query_id.encode("utf-8")) % count == index
+
+
+@dataclass
+class _Timer:
+    extraction: float = 0.0
+    checking: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a finished run produced."""
+
+    output: dict[str, Any]
+    paths: dict[str, str]
+    counts: dict[str, int]
+    timings: dict[str, float]
+    rejected: tuple[Rejected, ...] = field(default_factory=tuple)
+
+
+class Evaluator:
+    """Loads the extractor and the NLI checker once; evaluates blocks of items."""
+
+    def __init__(
+        self,
+        config: EvalConfig,
+        *,
+        progress: Callable[[str, int], Any] | None = None,
+    ) -> None:
+        config.validate()
+        self.config = config
+        self.metrics = resolve_metrics(config.metrics)
+        self.checks = required_checks(self.metrics)
+        self.need_response_claims = bool(self.checks & {ANSWER2RESPONSE, RETRIEVED2RESPONSE})
+        self.need_answer_claims = bool(self.checks & {RESPONSE2ANSWER, RETRIEVED2ANSWER})
+        self.segmenter = Segmenter(config.lang, config.spacy_model)
+        self.extractor = build_extractor(
+            ExtractorConfig(
+                kind=config.extractor,
+                lang=config.lang,
+                spacy_model=config.spacy_model,
+                model=config.extractor_model,
+                device=config.device,
+                batch_size=config.extractor_batch_size,
+            )
+        )
+        self._progress = progress
+        self._checker: Any = None
+        self.timer = _Timer()
+        self.counts = {"items": 0, "response_claims": 0, "gt_answer_claims": 0, "pairs": 0}
+
+    @property
+    def checker(self) -> Any:
+        """The NLI checker, loaded on first use (recompute-only paths never load it)."""
+        if self._checker is None:
+            from .nli import NLIChecker, NLIConfig
+
+            c = self.config
+            cache = None
+            nli_config = NLIConfig(
+                model=c.model_path,
+                device=c.device,
+                dtype=c.dtype,
+                batch_size=c.batch_size,
+                max_batch_tokens=c.max_batch_tokens,
+                max_length=c.max_length,
+                window_overlap=c.window_overlap,
+                backend=c.backend,
+                compile=c.compile,
+            )
+            if c.cache:
+                from .cache import NLICache, model_fingerprint
+                from .nli import resolve_model_path
+
+                fp = model_fingerprint(resolve_model_path(c.model_path))
+                cache = NLICache(
+                    c.cache,
+                    namespace=f"{fp};{c.max_length};{c.window_overlap};{c.dtype};{c.backend}",
+                )
+            self._checker = NLIChecker(
+                nli_config, sentence_spans=self.segmenter.sentence_spans, cache=cache
+            )
+        return self._checker
+
+    def _tick(self, stage: str) -> Callable[[int], None] | None:
+        if self._progress is None:
+            return None
+        return lambda n: self._progress(stage, n)
+
+    def evaluate_block(self, items: Sequence[RagItem]) -> list[dict[str, Any]]:
+        """RAGChecker-format result dicts (with metrics and claim details) for ``items``."""
+        t0 = time.perf_counter()
+        response_claims = self._claims([it.response for it in items], self.need_response_claims)
+        answer_claims = self._claims(
+            [it.gt_answer for it in items], self.need_answer_claims, skip_empty=True
+        )
+        self.timer.extraction += time.perf_counter() - t0
+        tick = self._tick("claims")
+        if tick:
+            tick(len(items))
+
+        pairs: list[tuple[str, str]] = []
+        plans = [
+            self._plan(it, rc, ac, pairs)
+            for it, rc, ac in zip(items, response_claims, answer_claims, strict=True)
+        ]
+        t0 = time.perf_counter()
+        results = self.checker.check(pairs, progress=self._tick("pairs")) if pairs else []
+        self.timer.checking += time.perf_counter() - t0
+        self.counts["pairs"] += len(pairs)
+        self.counts["items"] += len(items)
+        return [
+            self._assemble(it, rc, ac, plan, results)
+            for it, rc, ac, plan in zip(items, response_claims, answer_claims, plans, strict=True)
+        ]
+
+    def _claims(
+        self, texts: list[str], needed: bool, *, skip_empty: bool = False
+    ) -> list[list[Claim]]:
+        if not needed:
+            return [[] for _ in texts]
+        todo = [i for i, t in enumerate(texts) if t.strip() or not skip_empty]
+        extracted = self.extractor.extract_many([texts[i] for i in todo]) if todo else []
+        out: list[list[Claim]] = [[] for _ in texts]
+        for i, claims in zip(todo, extracted, strict=True):
+            out[i] = claims
+        return out
+
+    def _plan(
+        self, item: RagItem, rc: list[Claim], ac: list[Claim], pairs: list[tuple[str, str]]
+    ) -> dict[str, Any]:
+        """Append this item's pairs to ``pairs``; return where each check's results live."""
+        has_gt = bool(item.gt_answer.strip())
+        chunks = item.retrieved_context
+        plan: dict[str, Any] = {}
+
+        def add(premise: str, claims: list[Claim]) -> list[int]:
+            start = len(pairs)
+            pairs.extend((premise, c.text) for c in claims)
+            return list(range(start, len(pairs)))
+
+        if ANSWER2RESPONSE in self.checks and has_gt:
+            plan[ANSWER2RESPONSE] = add(item.gt_answer, rc)
+        if RESPONSE2ANSWER in self.checks and has_gt:
+            plan[RESPONSE2ANSWER] = add(item.response, ac)
+        for check, claims, ok in ((RETRIEVED2RESPONSE, rc, True), (RETRIEVED2ANSWER, ac, has_gt)):
+            if check in self.checks and ok and chunks is not None:
+                # Empty chunk text cannot support anything: Neutral without a forward pass.
+                plan[check] = [
+                    [add(ch.text, [c])[0] if ch.text.strip() else None for ch in chunks]
+                    for c in claims
+                ]
+        return plan
+
+    def _assemble(
+        self,
+        item: RagItem,
+        rc: list[Claim],
+        ac: list[Claim],
+        plan: dict[str, Any],
+        results: list[Any],
+    ) -> dict[str, Any]:
+        def row(check: str) -> list[str] | None:
+            if check not in plan:
+                return None
+            return [results[i].verdict for i in plan[check]]
+
+        def grid(check: str) -> list[list[str]] | None:
+            if check not in plan:
+                return None
+            return [
+                [results[i].verdict if i is not None else NEUTRAL for i in r] for r in plan[check]
+            ]
+
+        matrices = {
+            ANSWER2RESPONSE: row(ANSWER2RESPONSE),
+            RESPONSE2ANSWER: row(RESPONSE2ANSWER),
+            RETRIEVED2RESPONSE: grid(RETRIEVED2RESPONSE),
+            RETRIEVED2ANSWER: grid(RETRIEVED2ANSWER),
+        }
+        m = CheckingMatrices(
+            **{
+                k: None if v is None else tuple(tuple(r) if isinstance(r, list) else r for r in v)
+                for k, v in matrices.items()
+            }
+        )
+        values = item_metrics(
+            m, (*self.metrics, *EXTRA_METRICS), empty_policy=self.config.empty_policy
+        )
+        out = item_to_dict(item)
+        out["response_claims"] = [c.text for c in rc]
+        out["gt_answer_claims"] = [c.text for c in ac]
+        out.update({k: v for k, v in matrices.items()})
+        out["metrics"] = values
+        out["claim_details"] = {
+            "response": self._details(
+                item, rc, plan, results, RETRIEVED2RESPONSE, ANSWER2RESPONSE, "answer_verdict"
+            ),
+            "gt_answer": self._details(
+                item, ac, plan, results, RETRIEVED2ANSWER, RESPONSE2ANSWER, "response_verdict"
+            ),
+        }
+        return out
+
+    @staticmethod
+    def _details(
+        item: RagItem,
+        claims: list[Claim],
+        plan: dict[str, Any],
+        results: list[Any],
+        chunk_check: str,
+        ref_check: str,
+        ref_key: str,
+    ) -> list[dict[str, Any]]:
+        rows = []
+        for k, claim in enumerate(claims):
+            entry: dict[str, Any] = {"claim": claim.text, "span": [claim.start, claim.end]}
+            if chunk_check in plan:
+                idx = plan[chunk_check][k]
+                parts = [results[i].probs if i is not None else (0.0, 1.0, 0.0) for i in idx]
+                verdict, best = combine(parts)
+                entry["verdict"] = verdict
+                entry["probs"] = (
+                    dict(zip(PROB_KEYS, (round(p, 6) for p in parts[best]), strict=True))
+                    if best is not None
+                    else None
+                )
+                entry["doc_id"] = (
+                    item.retrieved_context[best].doc_id  # type: ignore[index]
+                    if best is not None and verdict != NEUTRAL
+                    else None
+                )
+            else:
+                entry.update({"verdict": None, "probs": None, "doc_id": None})
+            if ref_check in plan:
+                res = results[plan[ref_check][k]]
+                entry[ref_key] = res.verdict
+                entry[f"{ref_key.split('_')[0]}_probs"] = dict(
+                    zip(PROB_KEYS, (round(p, 6) for p in res.probs), strict=True)
+                )
+            else:
+                entry[ref_key] = None
+            rows.append(entry)
+        return rows
+
+
+def _blocks(items: Iterator[RagItem], size: int) -> Iterator[list[RagItem]]:
+    block: list[RagItem] = []
+    for item in items:
+        block.append(item)
+        if len(block) >= size:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _run_key(config: EvalConfig, input_path: Path) -> str:
+    """Identifies a run for resume: same input bytes and same result-affecting settings."""
+    h = hashlib.sha256()
+    with open(input_path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    settings = config.to_dict()
+    # Block and batch sizes stay in the key: they decide batch composition, and with it the
+    # last float bits, which byte-identical resumed output depends on.
+    for volatile in ("progress", "resume", "cache"):
+        settings.pop(volatile, None)
+    h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:32]
+
+
+def _read_checkpoint(path: Path, key: str) -> list[dict[str, Any]]:
+    """Finished results from a checkpoint (one line per finished block).
+
+    A torn last line (kill -9 mid-write) is dropped, so resumed blocks line up with the blocks
+    of an uninterrupted run.
+    """
+    if not path.is_file():
+        return []
+    done: list[dict[str, Any]] = []
+    with open(path, "rb") as fh:
+        lines = fh.read().split(b"\n")
+    header, body = lines[0], lines[1:]
+    try:
+        meta = json.loads(header)
+    except json.JSONDecodeError:
+        meta = {}
+    if meta.get("run_key") != key:
+        logger.warning("checkpoint %s belongs to another run; starting afresh", path)
+        return []
+    for raw in body:
+        if not raw.strip():
+            continue
+        try:
+            done.extend(json.loads(raw)["results"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            break  # torn write at the crash point; everything after it is redone
+    return done
+
+
+def evaluate(
+    input_path: str | Path,
+    output_path: str | Path,
+    config: EvalConfig,
+) -> RunSummary:
+    """Evaluate an input file and write OUT.json, OUT.claims.jsonl and OUT.manifest.json.
+
+    All records are validated before any model is loaded; with ``on_error='raise'`` a bad
+    record raises :class:`InputError` and nothing is written.
+    """
+    t_start = time.perf_counter()
+    input_path = Path(input_path)
+    config.validate()
+    paths = output_paths(output_path)
+    column_map = dict(config.column_map)
+    resolve_metrics(config.metrics)  # fail on bad metric names before reading anything
+
+    def stream(rejected: list[Rejected] | None = None) -> Iterator[RagItem]:
+        for item in iter_items(
+            input_path,
+            fmt=config.input_format,
+            column_map=column_map,
+            on_error=config.on_error,
+            rejected=rejected,
+        ):
+            if in_shard(item.query_id, config.shard):
+                yield item
+
+    rejected: list[Rejected] = []
+    n_items = sum(1 for _ in stream(rejected))  # validation pass: no model loaded yet
+    if n_items == 0 and not rejected:
+        raise InputError("no records found", record=str(input_path))
+
+    run_key = _run_key(config, input_path)
+    done = _read_checkpoint(paths["checkpoint"], run_key) if config.resume else []
+    done_ids = {r["query_id"] for r in done}
+
+    bars = _Progress(enabled=config.progress, n_items=n_items)
+    evaluator = Evaluator(config, progress=bars.update)
+    bars.update("claims", len(done))
+    per_item: list[dict[str, float | None]] = [r["metrics"] for r in done]
+    mode = "a" if done else "w"
+    with open(paths["checkpoint"], mode, encoding="utf-8") as ck:
+        if not done:
+            ck.write(dumps_json({"run_key": run_key}, indent=None) + "\n")
+        else:
+            # Cut a torn tail so appended lines start on a fresh line.
+            ck.seek(0, os.SEEK_END)
+            ck.truncate(_good_prefix_length(paths["checkpoint"]))
+        pending = (it for it in stream() if it.query_id not in done_ids)
+        for block in _blocks(pending, config.block_size):
+            results = evaluator.evaluate_block(block)
+            ck.write(dumps_json({"results": results}, indent=None) + "\n")
+            per_item.extend(r["metrics"] for r in results)
+            ck.flush()
+            os.fsync(ck.fileno())
+    bars.close()
+
+    metrics = (*evaluator.metrics, *EXTRA_METRICS)
+    grouped = aggregate(per_item, metrics)
+    rejected_rows = [{"record": r.record, "field": r.field, "reason": r.reason} for r in rejected]
+    _write_outputs(paths, grouped, rejected_rows)
+    counts = dict(evaluator.counts)
+    counts.update({"items": len(per_item), "rejected": len(rejected), "resumed": len(done)})
+    if evaluator._checker is not None:
+        counts.update({f"nli_{k}": v for k, v in evaluator.checker.stats.items()})
+    timings = {
+        "extraction_s": round(evaluator.timer.extraction, 3),
+        "checking_s": round(evaluator.timer.checking, 3),
+        "total_s": round(time.perf_counter() - t_start, 3),
+    }
+    manifest = _manifest(config, evaluator, counts, timings, input_path)
+    write_json(paths["manifest"], manifest)
+    paths["checkpoint"].unlink(missing_ok=True)
+    logger.info("wrote %s", paths["output"])
+    return RunSummary(
+        output={"metrics": grouped, "n_results": len(per_item), "rejected": rejected_rows},
+        paths={k: str(v) for k, v in paths.items() if k != "checkpoint"},
+        counts=counts,
+        timings=timings,
+        rejected=tuple(rejected),
+    )
+
+
+def _good_prefix_length(path: Path) -> int:
+    data = path.read_bytes()
+    end = len(data)
+    while True:
+        cut = data.rfind(b"\n", 0, end)
+        if cut < 0:
+            return 0
+        line = data[data.rfind(b"\n", 0, cut) + 1 : cut]
+        try:
+            json.loads(line)
+            return cut + 1
+        except json.JSONDecodeError:
+            end = cut
+
+
+def _iter_checkpoint(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        next(fh)  # header
+        for line in fh:
+            if line.strip():
+                yield from json.loads(line)["results"]
+
+
+def _write_outputs(
+    paths: dict[str, Path], grouped: dict[str, Any], rejected: list[dict[str, Any]]
+) -> None:
+    """Stream the checkpoint into OUT.json and OUT.claims.jsonl (each atomically)."""
+    with atomic_writer(paths["output"]) as out:
+        out.write('{\n  "results": [')
+        first = True
+        for result in _iter_checkpoint(paths["checkpoint"]):
+            text = dumps_json(result, indent=2).replace("\n", "\n    ")
+            out.write(("\n    " if first else ",\n    ") + text)
+            first = False
+        out.write("\n  ],\n" if not first else "],\n")
+        out.write('  "metrics": ' + dumps_json(grouped, indent=2).replace("\n", "\n  ") + ",\n")
+        out.write('  "rejected": ' + dumps_json(rejected, indent=2).replace("\n", "\n  ") + "\n")
+        out.write("}\n")
+    with atomic_writer(paths["claims"]) as fh:
+        for result in _iter_checkpoint(paths["checkpoint"]):
+            for source, rows in result["claim_details"].items():
+                for k, row in enumerate(rows):
+                    fh.write(
+                        dumps_json(
+                            {"query_id": result["query_id"], "source": source, "index": k, **row},
+                            indent=None,
+                        )
+                        + "\n"
+                    )
+
+
+def _manifest(
+    config: EvalConfig,
+    evaluator: Evaluator,
+    counts: dict[str, int],
+    timings: dict[str, float],
+    input_path: Path,
+) -> dict[str, Any]:
+    versions = {"ragcheck_local": __version__, "python": platform.python_version()}
+    for name in ("torch", "transformers", "spacy", "numpy"):
+        try:
+            module = __import__(name)
+            versions[name] = getattr(module, "__version__", "?")
+        except ImportError:
+            versions[name] = None
+    model: dict[str, Any] = {"path": config.model_path}
+    if evaluator._checker is not None:
+        from .cache import model_fingerprint
+
+        checker = evaluator.checker
+        model.update(
+            {
+                "resolved_path": checker.model_path,
+                "sha256": model_fingerprint(checker.model_path),
+                "device": str(checker.device),
+                "dtype": str(checker.dtype),
+                "max_length": checker.max_length,
+                "labels": list(checker.columns),
+            }
+        )
+    pairs = counts.get("nli_scored", 0)
+    checking = timings["checking_s"]
+    return {
+        "tool": "ragcheck_local",
+        "input": str(input_path),
+        "model": model,
+        "versions": versions,
+        "config": config.to_dict(),
+        "metrics_computed": list(evaluator.metrics),
+        "counts": counts,
+        "timings": {**timings, "pairs_per_s": round(pairs / checking, 2) if checking else None},
+        "platform": platform.platform(),
+    }
+
+
+class _Progress:
+    """tqdm bars for claim extraction (items) and checking (pairs); off with progress=False."""
+
+    def __init__(self, *, enabled: bool, n_items: int) -> None:
+        self.enabled = enabled
+        self.n_items = n_items
+        self.bars: dict[str, Any] = {}
+
+    def update(self, stage: str, n: int) -> None:
+        if not self.enabled:
+            return
+        if stage not in self.bars:
+            from tqdm import tqdm
+
+            if stage == "claims":
+                self.bars[stage] = tqdm(total=self.n_items, desc="claims", unit="item")
+            else:
+                self.bars[stage] = tqdm(desc="checking", unit="pair")
+        self.bars[stage].update(n)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def _load_output(path: str | Path) -> dict[str, Any]:
+    from .io import load_json
+
+    data = load_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise InputError(
+            "expected an object with a 'results' list", record=str(path), field="results"
+        )
+    return data
+
+
+def recompute(
+    input_path: str | Path,
+    output_path: str | Path,
+    *,
+    metrics: Sequence[str] = ("all_metrics",),
+    empty_policy: str = "zero",
+) -> dict[str, Any]:
+    """Recompute every metric from the checking matrices in a RAGChecker-format output file
+    (ours or RAGChecker's own) without loading any model; write the updated file atomically."""
+    data = _load_output(input_path)
+    names = (*resolve_metrics(metrics), *EXTRA_METRICS)
+    per_item = []
+    results = []
+    for result in data["results"]:
+        values = item_metrics(
+            CheckingMatrices.from_result(result), names, empty_policy=empty_policy
+        )
+        results.append({**result, "metrics": values})
+        per_item.append(values)
+    out = {**data, "results": results, "metrics": aggregate(per_item, names)}
+    write_json(output_path, out)
+    return out
+
+
+def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, Any]:
+    """Combine shard outputs into one file; dataset metrics are re-aggregated from the items'
+    metrics, so they equal a single run's."""
+    results: list[dict[str, Any]] = []
+    rejected: list[Any] = []
+    seen: dict[str, str] = {}
+    names: list[str] = []
+    for path in inputs:
+        data = _load_output(path)
+        for result in data["results"]:
+            qid = str(result.get("query_id"))
+            if qid in seen:
+                raise InputError(
+                    f"query_id {qid!r} is also in {seen[qid]}", record=str(path), field="query_id"
+                )
+            seen[qid] = str(path)
+            for name in result.get("metrics") or {}:
+                if name not in names:
+                    names.append(name)
+            results.append(result)
+        rejected.extend(data.get("rejected") or [])
+    per_item = []
+    for result in results:
+        values = result.get("metrics") or {}
+        per_item.append({n: values.get(n) for n in names})
+    out = {"results": results, "metrics": aggregate(per_item, names), "rejected": rejected}
+    write_json(output_path, out)
+    return out

@@ -1,0 +1,41 @@
+"""Verdict rules: pure functions from probabilities to RAGChecker verdicts.
+
+Probability vectors are in the canonical order of :data:`records.VERDICTS`
+(entailment, neutral, contradiction). The same "any-entails" rule combines the windows of one
+long premise and the chunks of one retrieved context: a claim is Entailment if some part entails
+it, Contradiction if some part contradicts it and none entails it, else Neutral.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS
+
+Probs = tuple[float, float, float]
+
+
+def verdict_of(probs: Sequence[float]) -> str:
+    """Argmax verdict of one probability vector (ties resolve to the earlier label)."""
+    if len(probs) != 3:
+        raise ValueError(f"expected 3 probabilities (E, N, C), found {len(probs)}: {probs!r}")
+    best = max(range(3), key=lambda i: (probs[i], -i))
+    return VERDICTS[best]
+
+
+def combine(parts: Sequence[Sequence[float]]) -> tuple[str, int | None]:
+    """Combine per-part probabilities into ``(verdict, deciding part index)``.
+
+    Entailment: the entailing part with the highest entailment probability decides.
+    Contradiction: the contradicting part with the highest contradiction probability decides.
+    Neutral: the part with the highest entailment probability is reported (closest to support).
+    No parts → ``("Neutral", None)``.
+    """
+    if not parts:
+        return NEUTRAL, None
+    verdicts = [verdict_of(p) for p in parts]
+    for label, column in ((ENTAILMENT, 0), (CONTRADICTION, 2)):
+        candidates = [i for i, v in enumerate(verdicts) if v == label]
+        if candidates:
+            return label, max(candidates, key=lambda i: parts[i][column])
+    return NEUTRAL, max(range(len(parts)), key=lambda i: parts[i][0])
