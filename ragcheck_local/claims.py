@@ -8,6 +8,7 @@ character span in the source text.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
 import unicodedata
@@ -114,30 +115,40 @@ def _blocks(text: str) -> list[tuple[int, int]]:
     blocks: list[tuple[int, int]] = []
     para_start: int | None = None
     para_end = 0
+    para_lines = 0
     pos = 0
     for line in text.splitlines(keepends=True):
         line_start, pos = pos, pos + len(line)
         content = line.rstrip("\r\n")
         line_end = line_start + len(content)
         is_blank = not content.strip()
-        is_heading = bool(_HEADING_RE.match(content)) or bool(
-            _SETEXT_RE.match(content) and para_start is not None
-        )
+        # A one-line paragraph underlined with === / --- is a setext heading: drop it. A longer
+        # paragraph is kept (LLMs often put a --- rule right after real content).
+        is_setext = bool(_SETEXT_RE.match(content)) and para_start is not None
+        is_heading = bool(_HEADING_RE.match(content)) or is_setext
         is_list = bool(_LIST_RE.match(content))
         is_rule = bool(_TABLE_RULE_RE.match(content))
         if is_blank or is_heading or is_list or is_rule:
-            if para_start is not None:
+            if para_start is not None and not (is_setext and para_lines == 1):
                 blocks.append((para_start, para_end))
-                para_start = None
+            para_start = None
             if is_list:
                 blocks.append((line_start, line_end))
             continue
         if para_start is None:
-            para_start = line_start
+            para_start, para_lines = line_start, 0
         para_end = line_end
+        para_lines += 1
     if para_start is not None:
         blocks.append((para_start, para_end))
     return blocks
+
+
+def _spacy_lang_exists(lang: str) -> bool:
+    try:
+        return importlib.util.find_spec(f"spacy.lang.{lang}") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class Segmenter:
@@ -173,6 +184,9 @@ class Segmenter:
             try:
                 nlp = spacy.blank(lang)
             except ImportError as exc:
+                # spaCy reports an unknown code as an ImportError too; tell the two apart.
+                if not _spacy_lang_exists(lang):
+                    raise InputError(f"unknown spaCy language {lang!r}", field="--lang") from None
                 hint = " (pip install 'ragcheck_local[ja]')" if lang == "ja" else ""
                 if self.lang != "auto":
                     raise ModelError(
@@ -292,7 +306,7 @@ class Seq2SeqExtractor:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(config.model, local_files_only=True)
             self.model = AutoModelForSeq2SeqLM.from_pretrained(config.model, local_files_only=True)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a directory without tokenizer files
             raise ModelError(f"cannot load seq2seq model from {config.model!r}: {exc}") from None
         self.model.to(self.device).eval()
         limit = getattr(self.model.config, "n_positions", None) or 512

@@ -15,9 +15,16 @@ from .errors import RagcheckError
 logger = logging.getLogger("ragcheck_local")
 
 # RAGChecker flags that name LLM services; accepted so users' command lines keep working.
-_IGNORED_RAGCHECKER_FLAGS = ("extractor_name", "checker_name", "extractor_api_base",
-                             "checker_api_base", "joint_check", "joint_check_num",
-                             "batch_size_extractor", "disable_joint_check")
+_IGNORED_RAGCHECKER_FLAGS = (
+    "extractor_name",
+    "checker_name",
+    "extractor_api_base",
+    "checker_api_base",
+    "joint_check",
+    "joint_check_num",
+    "batch_size_extractor",
+    "disable_joint_check",
+)
 
 
 def _offline_env() -> None:
@@ -64,24 +71,53 @@ class _Group(click.Group):
 def main(verbose: bool) -> None:
     """Offline RAGChecker-style evaluation with a local NLI cross-encoder."""
     _offline_env()
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
 
 
 @main.command(context_settings={"ignore_unknown_options": False})
-@click.option("--input", "--input_path", "-i", "input_path", required=True,
-              type=click.Path(dir_okay=False), help="RAGChecker JSON, JSONL, Parquet or CSV.")
-@click.option("--output", "--output_path", "-o", "output_path", required=True,
-              type=click.Path(dir_okay=False), help="Output JSON (RAGChecker format).")
+@click.option(
+    "--input",
+    "--input_path",
+    "-i",
+    "input_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="RAGChecker JSON, JSONL, Parquet or CSV.",
+)
+@click.option(
+    "--output",
+    "--output_path",
+    "-o",
+    "output_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Output JSON (RAGChecker format).",
+)
 @click.option("--nli-model", help="Local NLI model directory (default: the bundled model).")
-@click.option("--metrics", multiple=True,
-              help="Metric or group names (repeat, comma-separate, or list after the flag).")
-@click.option("--config", "preset", default="default", show_default=True,
-              help="Preset name in configs/ or a YAML path.")
+@click.option(
+    "--metrics",
+    multiple=True,
+    help="Metric or group names (repeat, comma-separate, or list after the flag).",
+)
+@click.option(
+    "--config",
+    "preset",
+    default="default",
+    show_default=True,
+    help="Preset name in configs/ or a YAML path.",
+)
 @click.option("--device", help="auto | cpu | cuda | cuda:N | mps")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
-@click.option("--batch-size", "--batch_size_checker", "batch_size", type=int,
-              help="Most pairs per forward pass.")
+@click.option(
+    "--batch-size",
+    "--batch_size_checker",
+    "batch_size",
+    type=int,
+    help="Most pairs per forward pass.",
+)
 @click.option("--max-batch-tokens", type=int, help="Token budget per forward pass.")
 @click.option("--max-length", type=int, help="Tokens per (window, claim) pair.")
 @click.option("--window-overlap", type=int, help="Sentences shared by consecutive windows.")
@@ -91,22 +127,38 @@ def main(verbose: bool) -> None:
 @click.option("--spacy-model", help="Installed spaCy pipeline name or path for sentences.")
 @click.option("--extractor", type=click.Choice(["sentence", "seq2seq"]))
 @click.option("--extractor-model", help="Local seq2seq model directory (--extractor seq2seq).")
-@click.option("--empty-policy", type=click.Choice(["zero", "skip"]),
-              help="Items without claims count as 0 (RAGChecker) or are skipped.")
-@click.option("--on-error", type=click.Choice(["raise", "skip"]),
-              help="Stop at the first bad record, or record it as rejected and go on.")
-@click.option("--format", "input_format",
-              type=click.Choice(["auto", "ragchecker", "jsonl", "parquet", "csv", "json-table"]))
+@click.option(
+    "--empty-policy",
+    type=click.Choice(["zero", "skip"]),
+    help="Items without claims count as 0 (RAGChecker) or are skipped.",
+)
+@click.option(
+    "--on-error",
+    type=click.Choice(["raise", "skip"]),
+    help="Stop at the first bad record, or record it as rejected and go on.",
+)
+@click.option(
+    "--format",
+    "input_format",
+    type=click.Choice(["auto", "ragchecker", "jsonl", "parquet", "csv", "json-table"]),
+)
 @click.option("--column-map", multiple=True, help="SOURCE=FIELD pairs, e.g. question=query.")
-@click.option("--cache", "cache", type=click.Path(dir_okay=False),
-              help="SQLite cache of NLI probabilities.")
+@click.option(
+    "--cache", "cache", type=click.Path(dir_okay=False), help="SQLite cache of NLI probabilities."
+)
 @click.option("--no-cache", is_flag=True, help="Ignore any cache setting.")
 @click.option("--shard", help="Evaluate only shard I of N (I/N, by query_id).")
 @click.option("--resume", is_flag=True, default=None, help="Continue an interrupted run.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--extractor_name", "--checker_name", "ignored", multiple=True, hidden=True)
-@click.option("--batch_size_extractor", "--joint_check_num", "ignored_int", type=int,
-              hidden=True, multiple=True)
+@click.option(
+    "--batch_size_extractor",
+    "--joint_check_num",
+    "ignored_int",
+    type=int,
+    hidden=True,
+    multiple=True,
+)
 @click.argument("extra_metrics", nargs=-1)
 def evaluate(
     input_path: str,
@@ -129,8 +181,11 @@ def evaluate(
     if extra_metrics and not metrics:
         raise click.UsageError(f"unexpected argument(s): {' '.join(extra_metrics)}")
     if ignored or ignored_int:
-        click.echo("note: RAGChecker LLM extractor/checker flags are ignored; "
-                   "claims and checks run locally", err=True)
+        click.echo(
+            "note: RAGChecker LLM extractor/checker flags are ignored; "
+            "claims and checks run locally",
+            err=True,
+        )
     names = [n.strip() for m in (*metrics, *extra_metrics) for n in m.split(",") if n.strip()]
     overrides = {k: v for k, v in options.items() if v is not None}
     overrides.update(nli_model=nli_model, compile=compile_)
@@ -163,10 +218,12 @@ def evaluate(
 @click.argument("input_path", type=click.Path(dir_okay=False))
 @click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--metrics", multiple=True, help="Metric or group names (default all_metrics).")
-@click.option("--empty-policy", type=click.Choice(["zero", "skip"]), default="zero",
-              show_default=True)
-def recompute(input_path: str, output_path: str, metrics: tuple[str, ...],
-              empty_policy: str) -> None:
+@click.option(
+    "--empty-policy", type=click.Choice(["zero", "skip"]), default="zero", show_default=True
+)
+def recompute(
+    input_path: str, output_path: str, metrics: tuple[str, ...], empty_policy: str
+) -> None:
     """Recompute metrics from the matrices in an output file (no model loaded)."""
     from .pipeline import recompute as run_recompute
 
@@ -185,4 +242,3 @@ def merge(inputs: tuple[str, ...], output_path: str) -> None:
     out = run_merge(inputs, output_path)
     click.echo(_format_metrics(out["metrics"]))
     click.echo(f"\n{len(out['results'])} item(s) from {len(inputs)} file(s) -> {output_path}")
-

@@ -135,7 +135,12 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
     with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, start=1):
             where = f"line {lineno}"
-            stripped = _decode(line, where).strip()
+            try:
+                stripped = _decode(line, where).strip()
+            except InputError as exc:
+                # One bad line is one bad record: under on_error='skip' the rest still loads.
+                yield where, exc
+                continue
             if not stripped:
                 continue
             try:
@@ -230,6 +235,9 @@ def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
                 record=where,
                 field=sub,
             )
+        if raw.get("text") is None:
+            found = "missing" if "text" not in raw else "expected a string, found None"
+            raise InputError(found, record=where, field=f"{sub}.text")
         doc_id = raw.get("doc_id", str(index))
         if doc_id is None:
             doc_id = str(index)
@@ -249,7 +257,7 @@ def validate_record(raw: Any, locator: str, column_map: Mapping[str, str] | None
     ``retrieved_context`` means chunk-dependent metrics become null.
     """
     if isinstance(raw, InputError):
-        raise InputError(raw.reason, record=locator)
+        raise InputError(raw.reason, record=locator, field=raw.field)
     if not isinstance(raw, Mapping):
         raise InputError(
             f"expected an object, found {type(raw).__name__} {_show(raw)}", record=locator

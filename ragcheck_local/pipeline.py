@@ -379,20 +379,26 @@ def evaluate(
     column_map = dict(config.column_map)
     resolve_metrics(config.metrics)  # fail on bad metric names before reading anything
 
-    def stream(rejected: list[Rejected] | None = None) -> Iterator[RagItem]:
+    def stream() -> Iterator[RagItem]:
         for item in iter_items(
-            input_path,
-            fmt=config.input_format,
-            column_map=column_map,
-            on_error=config.on_error,
-            rejected=rejected,
-        ):
+            input_path, fmt=config.input_format, column_map=column_map, on_error="skip"
+        ):  # bad records were handled by the first pass
             if in_shard(item.query_id, config.shard):
                 yield item
 
     rejected: list[Rejected] = []
-    n_items = sum(1 for _ in stream(rejected))  # validation pass: no model loaded yet
-    if n_items == 0 and not rejected:
+    n_valid = n_items = 0
+    for item in iter_items(
+        input_path,
+        fmt=config.input_format,
+        column_map=column_map,
+        on_error=config.on_error,
+        rejected=rejected,
+    ):
+        # Validation pass over the whole file: no model is loaded until it succeeds.
+        n_valid += 1
+        n_items += in_shard(item.query_id, config.shard)
+    if n_valid == 0 and not rejected:
         raise InputError("no records found", record=str(input_path))
 
     run_key = _run_key(config, input_path)

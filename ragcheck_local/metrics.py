@@ -1,0 +1,614 @@
+"""RAGChecker's 11 metrics (plus two extras) from the four checking matrices.
+
+Pure functions, no model code. The per-item formulas and their empty-list fallbacks follow
+RAGChecker's ``ragchecker/computation.py`` (upstream ``main``); the dataset value follows
+``RAGChecker.evaluate`` in ``ragchecker/evaluator.py``: ``round(np.mean(per_item) * 100, 1)``.
+Only the verdict ``"Entailment"`` counts as True; ``"Neutral"`` and ``"Contradiction"`` are both
+False, exactly as RAGChecker's ``to_bool``.
+
+Notation per item: R = response claims, G = gt-answer claims, C = retrieved chunks;
+``a2r[r]`` = answer2response, ``r2a[g]`` = response2answer, ``ret2r[r][c]`` = retrieved2response,
+``ret2a[g][c]`` = retrieved2answer, each True iff "Entailment".
+
+=============================== ================================================================
+metric                          per-item value (RAGChecker)
+=============================== ================================================================
+precision                       mean_r a2r[r]
+recall                          mean_g r2a[g]
+f1                              2PR/(P+R), 0 unless P > 0 and R > 0
+claim_recall                    mean_g any_c ret2a[g][c]
+context_precision               mean_c any_g ret2a[g][c]
+context_utilization             #{g: recalled(g) and r2a[g]} / #{g: recalled(g)}
+noise_sensitivity_in_relevant   mean_r [any_c(relevant(c) and ret2r[r][c]) and not a2r[r]]
+noise_sensitivity_in_irrelevant mean_r [any_c(not relevant(c) and ret2r[r][c])
+                                        and not <the relevant term> and not a2r[r]]
+hallucination                   mean_r [not any_c ret2r[r][c] and not a2r[r]]
+self_knowledge                  mean_r [not any_c ret2r[r][c] and a2r[r]]
+faithfulness                    mean_r any_c ret2r[r][c]
+contradiction_rate (extra)      mean_r [some chunk contradicts r and none entails it]
+unsupported_rate (extra)        mean_r [no chunk entails or contradicts r]
+=============================== ================================================================
+
+where recalled(g) = any_c ret2a[g][c] and relevant(c) = any_g ret2a[g][c].
+
+Empty policies. A metric is ``None`` (never 0) when a matrix it needs is ``None`` (not computed
+or not computable, e.g. no gt_answer or no retrieved_context). Otherwise:
+
+* ``"zero"`` (RAGChecker's behaviour, the default) -- RAGChecker's guards return 0.0 when a
+  list is empty: precision/hallucination/self_knowledge/faithfulness/noise sensitivities when
+  R is empty; recall when G is empty; claim_recall and context_precision when G or C is empty;
+  context_utilization when G or C is empty or no gt claim is recalled; noise sensitivities also
+  when G or C is empty; hallucination, self_knowledge and faithfulness also when C is empty
+  (so with no chunks hallucination = self_knowledge = 0 although every claim is unsupported --
+  a RAGChecker quirk kept for parity). The extras are 0.0 when R is empty; with claims but no
+  chunks every claim is unsupported (unsupported_rate = 1).
+* ``"skip"`` -- the item is left out of a metric's average (value ``None``) when the claim list
+  the metric averages over is empty:
+
+  - R empty: precision, faithfulness, hallucination, self_knowledge, both noise
+    sensitivities, contradiction_rate, unsupported_rate;
+  - G empty: recall, claim_recall, context_precision, both noise sensitivities (chunk
+    relevance is defined by gt claims);
+  - C empty: context_precision (it averages over chunks);
+  - no gt claim recalled by any chunk: context_utilization;
+  - f1: ``None`` when precision or recall is ``None``.
+
+  Every other value is identical to ``"zero"``; in particular a retriever that returns no chunks
+  still scores claim_recall = 0 and faithfulness = 0.
+
+Hence for an item with response claims, faithfulness + contradiction_rate + unsupported_rate = 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+from .records import CONTRADICTION, ENTAILMENT, VERDICTS
+
+PRECISION = "precision"
+RECALL = "recall"
+F1 = "f1"
+CLAIM_RECALL = "claim_recall"
+CONTEXT_PRECISION = "context_precision"
+CONTEXT_UTILIZATION = "context_utilization"
+NOISE_SENSITIVITY_IN_RELEVANT = "noise_sensitivity_in_relevant"
+NOISE_SENSITIVITY_IN_IRRELEVANT = "noise_sensitivity_in_irrelevant"
+HALLUCINATION = "hallucination"
+SELF_KNOWLEDGE = "self_knowledge"
+FAITHFULNESS = "faithfulness"
+CONTRADICTION_RATE = "contradiction_rate"
+UNSUPPORTED_RATE = "unsupported_rate"
+
+ANSWER2RESPONSE = "answer2response"
+RESPONSE2ANSWER = "response2answer"
+RETRIEVED2RESPONSE = "retrieved2response"
+RETRIEVED2ANSWER = "retrieved2answer"
+CHECKS: tuple[str, ...] = (ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE, RETRIEVED2ANSWER)
+"""The four checking matrices, named as in RAGChecker's result records."""
+
+EMPTY_POLICIES: tuple[str, ...] = ("zero", "skip")
+
+OUTPUT_GROUPS: dict[str, tuple[str, ...]] = {
+    "overall": (PRECISION, RECALL, F1),
+    "retriever": (CLAIM_RECALL, CONTEXT_PRECISION),
+    "generator": (
+        CONTEXT_UTILIZATION,
+        NOISE_SENSITIVITY_IN_RELEVANT,
+        NOISE_SENSITIVITY_IN_IRRELEVANT,
+        HALLUCINATION,
+        SELF_KNOWLEDGE,
+        FAITHFULNESS,
+    ),
+    "extra": (CONTRADICTION_RATE, UNSUPPORTED_RATE),
+}
+"""Group keys of the aggregated ``metrics`` object, in output order, with their metrics."""
+
+ALL_METRICS: tuple[str, ...] = (
+    OUTPUT_GROUPS["overall"] + OUTPUT_GROUPS["retriever"] + OUTPUT_GROUPS["generator"]
+)
+"""RAGChecker's 11 metrics in RAGChecker's ``all_metrics`` order."""
+
+EXTRA_METRICS: tuple[str, ...] = OUTPUT_GROUPS["extra"]
+"""Metrics beyond RAGChecker (from retrieved2response only)."""
+
+METRIC_GROUPS: dict[str, tuple[str, ...]] = {
+    "overall_metrics": OUTPUT_GROUPS["overall"],
+    "retriever_metrics": OUTPUT_GROUPS["retriever"],
+    "generator_metrics": OUTPUT_GROUPS["generator"],
+    "extra_metrics": EXTRA_METRICS,
+    "all_metrics": ALL_METRICS,
+}
+"""RAGChecker's group names (plus ``extra_metrics``); ``all_metrics`` is the 11, as upstream."""
+
+_GROUP_ALIASES: dict[str, tuple[str, ...]] = {**OUTPUT_GROUPS, "all": ALL_METRICS}
+# Older RAGChecker releases named the groups "overall", "retriever", "generator", "all".
+
+REQUIREMENTS: dict[str, frozenset[str]] = {
+    PRECISION: frozenset({ANSWER2RESPONSE}),
+    RECALL: frozenset({RESPONSE2ANSWER}),
+    F1: frozenset({ANSWER2RESPONSE, RESPONSE2ANSWER}),
+    CLAIM_RECALL: frozenset({RETRIEVED2ANSWER}),
+    CONTEXT_PRECISION: frozenset({RETRIEVED2ANSWER}),
+    CONTEXT_UTILIZATION: frozenset({RETRIEVED2ANSWER, RESPONSE2ANSWER}),
+    NOISE_SENSITIVITY_IN_RELEVANT: frozenset(
+        {RETRIEVED2RESPONSE, ANSWER2RESPONSE, RETRIEVED2ANSWER}
+    ),
+    NOISE_SENSITIVITY_IN_IRRELEVANT: frozenset(
+        {RETRIEVED2RESPONSE, ANSWER2RESPONSE, RETRIEVED2ANSWER}
+    ),
+    HALLUCINATION: frozenset({RETRIEVED2RESPONSE, ANSWER2RESPONSE}),
+    SELF_KNOWLEDGE: frozenset({RETRIEVED2RESPONSE, ANSWER2RESPONSE}),
+    FAITHFULNESS: frozenset({RETRIEVED2RESPONSE}),
+    CONTRADICTION_RATE: frozenset({RETRIEVED2RESPONSE}),
+    UNSUPPORTED_RATE: frozenset({RETRIEVED2RESPONSE}),
+}
+"""Checking matrices each metric needs (RAGChecker's ``METRIC_REQUIREMENTS`` plus extras)."""
+
+_KNOWN = ALL_METRICS + EXTRA_METRICS
+_MAX_SHOWN = 80
+
+
+class MetricsInputError(InputError, ValueError):
+    """Bad input to the metrics module: an InputError (CLI exit 2) that is also a ValueError."""
+
+
+def _show(value: Any) -> str:
+    """Short repr of a bad value for error messages."""
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+def _check_names(metrics: Iterable[str]) -> tuple[str, ...]:
+    """Return ``metrics`` as a tuple, rejecting any name that is not a metric."""
+    names = (metrics,) if isinstance(metrics, str) else tuple(metrics)
+    for name in names:
+        if name not in REQUIREMENTS:
+            raise MetricsInputError(
+                f"unknown metric {_show(name)}; valid metrics: {', '.join(_KNOWN)}",
+                field="metrics",
+            )
+    return names
+
+
+def resolve_metrics(names: Iterable[str]) -> tuple[str, ...]:
+    """Expand metric and group names into metric names, deduplicated, in canonical order.
+
+    Accepts the metric names, RAGChecker's group names (``overall_metrics``, ...,
+    ``all_metrics``, plus ``extra_metrics``) and the short group names (``overall``,
+    ``retriever``, ``generator``, ``extra``, ``all``). A single string is one name.
+    """
+    requested = (names,) if isinstance(names, str) else tuple(names)
+    if not requested:
+        raise MetricsInputError("no metrics requested", field="metrics")
+    chosen: set[str] = set()
+    for name in requested:
+        if name in REQUIREMENTS:
+            chosen.add(name)
+        elif name in METRIC_GROUPS:
+            chosen.update(METRIC_GROUPS[name])
+        elif name in _GROUP_ALIASES:
+            chosen.update(_GROUP_ALIASES[name])
+        else:
+            valid = (*_KNOWN, *METRIC_GROUPS, *_GROUP_ALIASES)
+            raise MetricsInputError(
+                f"unknown metric or group {_show(name)}; valid names: {', '.join(valid)}",
+                field="metrics",
+            )
+    return tuple(m for m in _KNOWN if m in chosen)
+
+
+def required_checks(metrics: Iterable[str]) -> frozenset[str]:
+    """The checking matrices needed to compute ``metrics`` (metric or group names)."""
+    needed: set[str] = set()
+    for metric in resolve_metrics(metrics):
+        needed |= REQUIREMENTS[metric]
+    return frozenset(needed)
+
+
+Row = tuple[str, ...]
+Matrix = tuple[Row, ...]
+
+
+def _as_tuple(value: Any, record: str | None, field: str) -> tuple[Any, ...]:
+    """A list/tuple as a tuple; anything else (a str included) is rejected."""
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    raise MetricsInputError(
+        f"expected a list, got {type(value).__name__} {_show(value)}", record=record, field=field
+    )
+
+
+def _verdict_row(value: Any, record: str | None, field: str) -> Row:
+    row = _as_tuple(value, record, field)
+    for i, verdict in enumerate(row):
+        if not isinstance(verdict, str) or verdict not in VERDICTS:
+            raise MetricsInputError(
+                f"unknown verdict {_show(verdict)} at index {i}; expected one of "
+                f"{', '.join(VERDICTS)}",
+                record=record,
+                field=field,
+            )
+    return row
+
+
+def _verdict_matrix(value: Any, record: str | None, field: str) -> Matrix:
+    rows = _as_tuple(value, record, field)
+    matrix = tuple(_verdict_row(row, record, f"{field}[{i}]") for i, row in enumerate(rows))
+    widths = {len(row) for row in matrix}
+    if len(widths) > 1:
+        raise MetricsInputError(
+            f"rows have different lengths {sorted(widths)}; every claim row needs one verdict "
+            "per retrieved chunk",
+            record=record,
+            field=field,
+        )
+    return matrix
+
+
+def _agree(counts: Mapping[str, int | None], what: str, record: str | None) -> None:
+    """Raise when the known lengths in ``counts`` (field -> length) disagree."""
+    known = {field: n for field, n in counts.items() if n is not None}
+    if len(set(known.values())) > 1:
+        detail = ", ".join(f"{field}={n}" for field, n in known.items())
+        raise MetricsInputError(
+            f"inconsistent number of {what}: {detail}",
+            record=record,
+            field=next(iter(known)),
+        )
+
+
+def _width(matrix: Matrix | None) -> int | None:
+    """Number of chunks a matrix covers; unknown when it has no rows."""
+    return len(matrix[0]) if matrix else None
+
+
+def _rows(value: Row | Matrix | None) -> int | None:
+    return None if value is None else len(value)
+
+
+_Four = tuple[Row | None, Row | None, Matrix | None, Matrix | None]
+
+
+def _validate_shapes(
+    four: _Four,
+    record: str | None,
+    *,
+    n_response: int | None = None,
+    n_gt: int | None = None,
+    n_chunks: int | None = None,
+) -> None:
+    """Check that the four matrices agree with each other and with the known counts."""
+    a2r, r2a, ret2r, ret2a = four
+    response = {"response_claims": n_response, ANSWER2RESPONSE: _rows(a2r)}
+    _agree({**response, RETRIEVED2RESPONSE: _rows(ret2r)}, "response claims", record)
+    gt = {"gt_answer_claims": n_gt, RESPONSE2ANSWER: _rows(r2a)}
+    _agree({**gt, RETRIEVED2ANSWER: _rows(ret2a)}, "gt-answer claims", record)
+    chunks = {"retrieved_context": n_chunks, RETRIEVED2RESPONSE: _width(ret2r)}
+    _agree({**chunks, RETRIEVED2ANSWER: _width(ret2a)}, "retrieved chunks", record)
+
+
+def _read_matrices(source: Mapping[str, Any], record: str | None) -> _Four:
+    """Validated tuples for the four checks in ``source`` (missing or None -> None)."""
+
+    def row(check: str) -> Row | None:
+        raw = source.get(check)
+        return None if raw is None else _verdict_row(raw, record, check)
+
+    def matrix(check: str) -> Matrix | None:
+        raw = source.get(check)
+        return None if raw is None else _verdict_matrix(raw, record, check)
+
+    return (
+        row(ANSWER2RESPONSE),
+        row(RESPONSE2ANSWER),
+        matrix(RETRIEVED2RESPONSE),
+        matrix(RETRIEVED2ANSWER),
+    )
+
+
+def _claim_count(result: Mapping[str, Any], field: str, record: str) -> int | None:
+    """Length of a claim list (claims may be strings or [subject, predicate, object] lists)."""
+    claims = result.get(field)
+    if claims is None:
+        return None
+    items = _as_tuple(claims, record, field)
+    for i, claim in enumerate(items):
+        ok = isinstance(claim, str) or (
+            isinstance(claim, (list, tuple)) and all(isinstance(part, str) for part in claim)
+        )
+        if not ok:
+            raise MetricsInputError(
+                f"claim {i} must be a string or a list of strings, got {_show(claim)}",
+                record=record,
+                field=field,
+            )
+    return len(items)
+
+
+@dataclass(frozen=True)
+class CheckingMatrices:
+    """RAGChecker's four checking matrices for one item; ``None`` = not computed/computable.
+
+    ``answer2response[r]``: verdict of response claim r against the gt answer;
+    ``response2answer[g]``: gt claim g against the response;
+    ``retrieved2response[r][c]`` / ``retrieved2answer[g][c]``: claim against chunk c.
+    Lists are stored as tuples; verdicts and shapes are validated on construction.
+    """
+
+    answer2response: Row | None
+    response2answer: Row | None
+    retrieved2response: Matrix | None
+    retrieved2answer: Matrix | None
+
+    def __post_init__(self) -> None:
+        four = _read_matrices({check: getattr(self, check) for check in CHECKS}, None)
+        _validate_shapes(four, None)
+        for check, value in zip(CHECKS, four, strict=True):
+            # Frozen dataclass: store the validated tuples through object.__setattr__.
+            object.__setattr__(self, check, value)
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any]) -> CheckingMatrices:
+        """Read the matrices from a RAGChecker-format result dict (missing or null -> None).
+
+        Checks every verdict string and that the matrices agree with each other and with
+        ``response_claims``, ``gt_answer_claims`` and ``retrieved_context`` where present.
+        Raises MetricsInputError (a ValueError) naming query_id, field and the bad value.
+        """
+        if not isinstance(result, Mapping):
+            raise MetricsInputError(
+                f"a result must be an object, got {type(result).__name__} {_show(result)}"
+            )
+        record = str(result.get("query_id", "?"))
+        four = _read_matrices(result, record)
+        context = result.get("retrieved_context")
+        n_chunks = None if context is None else len(_as_tuple(context, record, "retrieved_context"))
+        _validate_shapes(
+            four,
+            record,
+            n_response=_claim_count(result, "response_claims", record),
+            n_gt=_claim_count(result, "gt_answer_claims", record),
+            n_chunks=n_chunks,
+        )
+        return cls(*four)
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-item metrics. Each function gets matrices whose needed entries are not None and returns
+# RAGChecker's value, or None under "skip" when the averaged-over list is empty.
+
+
+def _ent(row: Row) -> list[bool]:
+    return [v == ENTAILMENT for v in row]
+
+
+def _any_per_row(matrix: Matrix) -> list[bool]:
+    return [ENTAILMENT in row for row in matrix]
+
+
+def _any_per_column(matrix: Matrix) -> list[bool]:
+    width = _width(matrix) or 0
+    return [any(row[c] == ENTAILMENT for row in matrix) for c in range(width)]
+
+
+def _share(flags: Sequence[bool]) -> float:
+    # Callers guarantee len(flags) > 0; count/len equals numpy's mean of a bool array exactly.
+    return sum(flags) / len(flags)
+
+
+def _precision(m: CheckingMatrices, skip: bool) -> float | None:
+    a2r = m.answer2response or ()
+    if not a2r:
+        return None if skip else 0.0
+    return _share(_ent(a2r))
+
+
+def _recall(m: CheckingMatrices, skip: bool) -> float | None:
+    r2a = m.response2answer or ()
+    if not r2a:
+        return None if skip else 0.0
+    return _share(_ent(r2a))
+
+
+def _f1(m: CheckingMatrices, skip: bool) -> float | None:
+    precision, recall = _precision(m, skip), _recall(m, skip)
+    if precision is None or recall is None:
+        return None
+    if precision > 0 and recall > 0:
+        # Same operation order as RAGChecker so the float result is bit-identical.
+        return 2 * precision * recall / (precision + recall)
+    return 0.0
+
+
+def _claim_recall(m: CheckingMatrices, skip: bool) -> float | None:
+    ret2a = m.retrieved2answer or ()
+    if not ret2a:
+        return None if skip else 0.0
+    if not ret2a[0]:
+        return 0.0  # gt claims but no chunks: genuinely nothing recalled (RAGChecker: 0 too)
+    return _share(_any_per_row(ret2a))
+
+
+def _context_precision(m: CheckingMatrices, skip: bool) -> float | None:
+    ret2a = m.retrieved2answer or ()
+    if not ret2a or not ret2a[0]:
+        return None if skip else 0.0
+    return _share(_any_per_column(ret2a))
+
+
+def _context_utilization(m: CheckingMatrices, skip: bool) -> float | None:
+    ret2a = m.retrieved2answer or ()
+    recalled = _any_per_row(ret2a) if ret2a and ret2a[0] else []
+    n_recalled = sum(recalled)
+    if n_recalled == 0:
+        return None if skip else 0.0
+    used = sum(rec and ok for rec, ok in zip(recalled, _ent(m.response2answer or ()), strict=True))
+    return used / n_recalled
+
+
+def _noise(m: CheckingMatrices, skip: bool, *, relevant_side: bool) -> float | None:
+    a2r, ret2r, ret2a = m.answer2response or (), m.retrieved2response or (), m.retrieved2answer
+    ret2a = ret2a or ()
+    if not a2r or not ret2a:
+        return None if skip else 0.0
+    if not ret2r[0]:
+        return 0.0  # no chunks: no claim can echo a chunk (RAGChecker: 0 too)
+    relevant = _any_per_column(ret2a)
+    hits = 0
+    for correct, row in zip(_ent(a2r), ret2r, strict=True):
+        from_relevant = any(rel and v == ENTAILMENT for rel, v in zip(relevant, row, strict=True))
+        from_irrelevant = any(
+            not rel and v == ENTAILMENT for rel, v in zip(relevant, row, strict=True)
+        )
+        # RAGChecker keeps the two exclusive: a claim backed by a relevant chunk is "relevant".
+        source = from_relevant if relevant_side else (from_irrelevant and not from_relevant)
+        hits += source and not correct
+    return hits / len(a2r)
+
+
+def _noise_relevant(m: CheckingMatrices, skip: bool) -> float | None:
+    return _noise(m, skip, relevant_side=True)
+
+
+def _noise_irrelevant(m: CheckingMatrices, skip: bool) -> float | None:
+    return _noise(m, skip, relevant_side=False)
+
+
+def _unfaithful_share(m: CheckingMatrices, skip: bool, *, correct: bool) -> float | None:
+    a2r, ret2r = m.answer2response or (), m.retrieved2response or ()
+    if not a2r:
+        return None if skip else 0.0
+    if not ret2r[0]:
+        return 0.0  # RAGChecker's no-chunk fallback, kept under both policies for parity
+    hits = sum(
+        not grounded and ok == correct
+        for grounded, ok in zip(_any_per_row(ret2r), _ent(a2r), strict=True)
+    )
+    return hits / len(a2r)
+
+
+def _hallucination(m: CheckingMatrices, skip: bool) -> float | None:
+    return _unfaithful_share(m, skip, correct=False)
+
+
+def _self_knowledge(m: CheckingMatrices, skip: bool) -> float | None:
+    return _unfaithful_share(m, skip, correct=True)
+
+
+def _faithfulness(m: CheckingMatrices, skip: bool) -> float | None:
+    ret2r = m.retrieved2response or ()
+    if not ret2r:
+        return None if skip else 0.0
+    if not ret2r[0]:
+        return 0.0  # claims but no chunks: nothing is grounded (RAGChecker: 0 too)
+    return _share(_any_per_row(ret2r))
+
+
+def _contradiction_rate(m: CheckingMatrices, skip: bool) -> float | None:
+    ret2r = m.retrieved2response or ()
+    if not ret2r:
+        return None if skip else 0.0
+    return _share([CONTRADICTION in row and ENTAILMENT not in row for row in ret2r])
+
+
+def _unsupported_rate(m: CheckingMatrices, skip: bool) -> float | None:
+    ret2r = m.retrieved2response or ()
+    if not ret2r:
+        return None if skip else 0.0
+    return _share([CONTRADICTION not in row and ENTAILMENT not in row for row in ret2r])
+
+
+_ITEM_FUNCS: dict[str, Callable[[CheckingMatrices, bool], float | None]] = {
+    PRECISION: _precision,
+    RECALL: _recall,
+    F1: _f1,
+    CLAIM_RECALL: _claim_recall,
+    CONTEXT_PRECISION: _context_precision,
+    CONTEXT_UTILIZATION: _context_utilization,
+    NOISE_SENSITIVITY_IN_RELEVANT: _noise_relevant,
+    NOISE_SENSITIVITY_IN_IRRELEVANT: _noise_irrelevant,
+    HALLUCINATION: _hallucination,
+    SELF_KNOWLEDGE: _self_knowledge,
+    FAITHFULNESS: _faithfulness,
+    CONTRADICTION_RATE: _contradiction_rate,
+    UNSUPPORTED_RATE: _unsupported_rate,
+}
+
+
+def _check_policy(empty_policy: str) -> None:
+    if empty_policy not in EMPTY_POLICIES:
+        raise MetricsInputError(
+            f"unknown empty_policy {_show(empty_policy)}; expected one of "
+            f"{', '.join(EMPTY_POLICIES)}",
+            field="empty_policy",
+        )
+
+
+def item_metrics(
+    m: CheckingMatrices,
+    metrics: Sequence[str] = ALL_METRICS + EXTRA_METRICS,
+    *,
+    empty_policy: str = "zero",
+) -> dict[str, float | None]:
+    """Per-item metric values in [0, 1], keyed by the requested metric names (in that order).
+
+    ``None`` when a needed matrix is ``None`` (not computable), or under ``empty_policy="skip"``
+    when the metric's claim list is empty (see the module docstring for the per-metric rules).
+    """
+    _check_policy(empty_policy)
+    skip = empty_policy == "skip"
+    values: dict[str, float | None] = {}
+    for metric in _check_names(metrics):
+        if any(getattr(m, check) is None for check in REQUIREMENTS[metric]):
+            values[metric] = None
+        else:
+            values[metric] = _ITEM_FUNCS[metric](m, skip)
+    return values
+
+
+def _item_value(item: Mapping[str, float | None], metric: str, index: int) -> float | None:
+    if metric not in item:
+        raise MetricsInputError(f"item {index} has no value for {metric!r}", field=metric)
+    value = item[metric]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise MetricsInputError(
+            f"item {index} has a non-numeric value {_show(value)} for {metric!r}", field=metric
+        )
+    return float(value)
+
+
+def aggregate(
+    per_item: Sequence[Mapping[str, float | None]], metrics: Sequence[str]
+) -> dict[str, dict[str, float | None]]:
+    """Dataset metrics: ``round(mean * 100, 1)`` over items, grouped like RAGChecker's output.
+
+    Returns ``{"overall": {...}, "retriever": {...}, "generator": {...}, "extra": {...}}``
+    holding only the requested metrics (every group key is always present). Items whose value is
+    ``None`` are left out of that metric's mean (the empty policy is applied per item, by
+    ``item_metrics``); a metric with no numeric item is ``None``. The mean and the rounding are
+    numpy's, as in RAGChecker, so the numbers match it to the last digit.
+    """
+    wanted = set(_check_names(metrics))
+    grouped: dict[str, dict[str, float | None]] = {}
+    for group, names in OUTPUT_GROUPS.items():
+        grouped[group] = {}
+        for metric in names:
+            if metric not in wanted:
+                continue
+            values = [_item_value(item, metric, i) for i, item in enumerate(per_item)]
+            present = [v for v in values if v is not None]
+            if not present:
+                grouped[group][metric] = None
+                continue
+            mean = np.mean(np.asarray(present, dtype=np.float64))
+            # round() on np.float64 is numpy's rounding (x*10, rint, /10), as in RAGChecker.
+            grouped[group][metric] = float(round(mean * 100, 1))
+    return grouped

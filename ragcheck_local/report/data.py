@@ -1,0 +1,404 @@
+"""Read an output file into typed, validated views for rendering.
+
+Accepts both our output (with ``claim_details``) and RAGChecker's own (no ``claim_details``;
+claims may be ``[subject, predicate, object]`` triplets, shown joined with spaces).
+
+Edge policies:
+
+* Per-query metrics are on RAGChecker's 0–1 scale; the aggregated ``metrics`` object is on the
+  0–100 scale. Views hold both on the 0–100 scale ("points"). A value outside its scale is an
+  error; NaN counts as ``null``.
+* A missing aggregated value is recomputed as the mean of the non-null per-query values × 100
+  and flagged as computed (``ReportData.computed``).
+* A claim's verdict against the chunks comes from ``claim_details`` when present, else from its
+  ``retrieved2*`` row: Entailment if any chunk entails, else Contradiction if any contradicts,
+  else Neutral; the deciding chunk is the first that entails (or contradicts). With no
+  ``retrieved2*`` matrix at all the verdict is unknown (``None``).
+* A span that does not fit the text is dropped (the claim is still listed), never guessed.
+* Missing optional fields (claims, matrices, metrics, context) read as empty; wrong types and
+  matrices whose shape disagrees with the claims or chunks are :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..io import load_json
+from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS, Chunk
+from .meta import GROUPS, METRICS, info
+
+_MAX_SHOWN = 80
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    """One claim with everything the drill-down shows about it."""
+
+    index: int
+    text: str
+    span: tuple[int, int] | None
+    verdict: str | None
+    """Verdict against the retrieved chunks (None: not checked)."""
+    ref_verdict: str | None
+    """Verdict against the other text (gt_answer for response claims and vice versa)."""
+    chunk_verdicts: tuple[str, ...]
+    doc_id: str | None
+    """The chunk that decided ``verdict`` (for Neutral: the closest one, when known)."""
+
+
+@dataclass(frozen=True)
+class QueryView:
+    """One result record, validated, with per-query metrics in points (0–100)."""
+
+    index: int
+    query_id: str
+    query: str
+    gt_answer: str
+    response: str
+    chunks: tuple[Chunk, ...]
+    response_claims: tuple[ClaimView, ...]
+    gt_claims: tuple[ClaimView, ...]
+    metrics: Mapping[str, float | None]
+    has_details: bool
+    has_response_matrix: bool
+    has_answer_matrix: bool
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """A whole output file, ready to render."""
+
+    queries: tuple[QueryView, ...]
+    groups: tuple[tuple[str, tuple[str, ...]], ...]
+    """(group, metric names) in display order; only metrics present somewhere in the file."""
+    overall: Mapping[str, float | None]
+    computed: frozenset[str]
+    """Aggregated metrics recomputed from per-query values (absent from the file)."""
+    rejected: tuple[Mapping[str, Any], ...]
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """Every metric of the file in display order."""
+        return tuple(name for _, names in self.groups for name in names)
+
+
+def claim_text(claim: Any, *, record: str, field: str) -> str:
+    """A claim as display text: strings as they are, triplets joined with spaces."""
+    if isinstance(claim, str):
+        return claim
+    if isinstance(claim, (list, tuple)) and all(isinstance(part, str) for part in claim):
+        return " ".join(part.strip() for part in claim if part.strip())
+    raise InputError(
+        f"a claim must be a string or a list of strings, found {_show(claim)}",
+        record=record,
+        field=field,
+    )
+
+
+def verdict_from_row(row: Sequence[str]) -> tuple[str, int | None]:
+    """(verdict vs chunks, deciding chunk index) by the any-entails rule.
+
+    Entailment if any chunk entails, else Contradiction if any contradicts, else Neutral
+    (no deciding chunk). An empty row is Neutral.
+    """
+    for label in (ENTAILMENT, CONTRADICTION):
+        for i, verdict in enumerate(row):
+            if verdict == label:
+                return label, i
+    return NEUTRAL, None
+
+
+def _number(value: Any, *, top: float, record: str | None, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(
+            f"expected a number or null, found {_show(value)}", record=record, field=field
+        )
+    value = float(value)
+    if math.isnan(value):
+        return None
+    if not 0.0 <= value <= top + 1e-9:
+        raise InputError(
+            f"expected a value in [0, {top:g}], found {value!r}", record=record, field=field
+        )
+    return value
+
+
+def _text(raw: Mapping[str, Any], key: str, record: str) -> str:
+    value = raw.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(f"expected a string, found {_show(value)}", record=record, field=key)
+    return value
+
+
+def _list(raw: Mapping[str, Any], key: str, record: str) -> list[Any] | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InputError(f"expected a list, found {_show(value)}", record=record, field=key)
+    return value
+
+
+def _verdict(value: Any, record: str, field: str) -> str:
+    if value not in VERDICTS:
+        raise InputError(
+            f"expected one of {', '.join(VERDICTS)}, found {_show(value)}",
+            record=record,
+            field=field,
+        )
+    return value
+
+
+def _chunks(raw: Mapping[str, Any], record: str) -> tuple[Chunk, ...]:
+    chunks = []
+    for i, chunk in enumerate(_list(raw, "retrieved_context", record) or ()):
+        field = f"retrieved_context[{i}]"
+        if not isinstance(chunk, Mapping):
+            raise InputError(
+                f"expected an object, found {_show(chunk)}", record=record, field=field
+            )
+        doc_id = chunk.get("doc_id", f"#{i}")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
+            raise InputError(f"bad doc_id {_show(doc_id)}", record=record, field=field)
+        text = chunk.get("text", "")
+        if not isinstance(text, str):
+            raise InputError(f"bad text {_show(text)}", record=record, field=field)
+        chunks.append(Chunk(str(doc_id), text))
+    return tuple(chunks)
+
+
+def _matrix(
+    raw: Mapping[str, Any], key: str, rows: int, cols: int, record: str
+) -> list[list[str]] | None:
+    value = _list(raw, key, record)
+    if value is None:
+        return None
+    if len(value) != rows:
+        raise InputError(f"has {len(value)} rows for {rows} claims", record=record, field=key)
+    out = []
+    for r, row in enumerate(value):
+        if not isinstance(row, list) or len(row) != cols:
+            raise InputError(
+                f"row {r} must list one verdict per chunk ({cols}), found {_show(row)}",
+                record=record,
+                field=key,
+            )
+        out.append([_verdict(v, record, f"{key}[{r}]") for v in row])
+    return out
+
+
+def _row(raw: Mapping[str, Any], key: str, rows: int, record: str) -> list[str] | None:
+    value = _list(raw, key, record)
+    if value is None:
+        return None
+    if len(value) != rows:
+        raise InputError(f"has {len(value)} verdicts for {rows} claims", record=record, field=key)
+    return [_verdict(v, record, f"{key}[{i}]") for i, v in enumerate(value)]
+
+
+def _span(value: Any, text: str) -> tuple[int, int] | None:
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 0 <= value[0] < value[1] <= len(text)
+    ):
+        return int(value[0]), int(value[1])
+    return None
+
+
+def _claims(
+    raw: Mapping[str, Any],
+    *,
+    record: str,
+    side: str,
+    chunks: tuple[Chunk, ...],
+) -> tuple[tuple[ClaimView, ...], bool]:
+    """Claims of one side ("response" or "gt_answer") and whether its chunk matrix exists."""
+    claims_key, matrix_key, ref_key, detail_ref_key = (
+        ("response_claims", "retrieved2response", "answer2response", "answer_verdict")
+        if side == "response"
+        else ("gt_answer_claims", "retrieved2answer", "response2answer", "response_verdict")
+    )
+    raw_claims = _list(raw, claims_key, record) or []
+    texts = [
+        claim_text(c, record=record, field=f"{claims_key}[{i}]") for i, c in enumerate(raw_claims)
+    ]
+    matrix = _matrix(raw, matrix_key, len(texts), len(chunks), record)
+    refs = _row(raw, ref_key, len(texts), record)
+    details = _details(raw, side, len(texts), record)
+    source = _text(raw, side, record)
+    views = []
+    for i, text in enumerate(texts):
+        row = tuple(matrix[i]) if matrix is not None else ()
+        verdict: str | None = None
+        doc_id: str | None = None
+        span = None
+        ref = refs[i] if refs is not None else None
+        if matrix is not None:
+            verdict, at = verdict_from_row(row)
+            doc_id = chunks[at].doc_id if at is not None else None
+        if details is not None:
+            detail = details[i]
+            field = f"claim_details.{side}[{i}]"
+            span = _span(detail.get("span"), source)
+            if detail.get("verdict") is not None:
+                verdict = _verdict(detail["verdict"], record, f"{field}.verdict")
+                doc_id = detail.get("doc_id")
+                doc_id = None if doc_id is None else str(doc_id)
+            if ref is None and detail.get(detail_ref_key) is not None:
+                ref = _verdict(detail[detail_ref_key], record, f"{field}.{detail_ref_key}")
+        views.append(ClaimView(i, text, span, verdict, ref, row, doc_id))
+    return tuple(views), matrix is not None
+
+
+def _details(
+    raw: Mapping[str, Any], side: str, count: int, record: str
+) -> list[Mapping[str, Any]] | None:
+    details = raw.get("claim_details")
+    if details is None:
+        return None
+    if not isinstance(details, Mapping):
+        raise InputError(
+            f"expected an object, found {_show(details)}", record=record, field="claim_details"
+        )
+    entries = details.get(side)
+    if entries is None:
+        return None
+    field = f"claim_details.{side}"
+    if not isinstance(entries, list) or len(entries) != count:
+        raise InputError(f"must list one entry per claim ({count})", record=record, field=field)
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise InputError(
+                f"expected an object, found {_show(entry)}", record=record, field=f"{field}[{i}]"
+            )
+    return entries
+
+
+def _query(raw: Any, index: int) -> QueryView:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"expected an object, found {_show(raw)}", record=f"results[{index}]")
+    query_id = raw.get("query_id", str(index))
+    if isinstance(query_id, bool) or not isinstance(query_id, (str, int)):
+        raise InputError(
+            f"bad query_id {_show(query_id)}", record=f"results[{index}]", field="query_id"
+        )
+    record = str(query_id)
+    chunks = _chunks(raw, record)
+    response_claims, has_r = _claims(raw, record=record, side="response", chunks=chunks)
+    gt_claims, has_a = _claims(raw, record=record, side="gt_answer", chunks=chunks)
+    metrics_raw = raw.get("metrics") or {}
+    if not isinstance(metrics_raw, Mapping):
+        raise InputError(
+            f"expected an object, found {_show(metrics_raw)}", record=record, field="metrics"
+        )
+    metrics = {}
+    for name, value in metrics_raw.items():
+        number = _number(value, top=1.0, record=record, field=f"metrics.{name}")
+        metrics[str(name)] = None if number is None else number * 100.0
+    return QueryView(
+        index=index,
+        query_id=record,
+        query=_text(raw, "query", record),
+        gt_answer=_text(raw, "gt_answer", record),
+        response=_text(raw, "response", record),
+        chunks=chunks,
+        response_claims=response_claims,
+        gt_claims=gt_claims,
+        metrics=metrics,
+        has_details=raw.get("claim_details") is not None,
+        has_response_matrix=has_r,
+        has_answer_matrix=has_a,
+    )
+
+
+def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:
+    """name → (group, value in points) from the aggregated ``metrics`` object."""
+    raw = data.get("metrics")
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InputError(f"expected an object, found {_show(raw)}", field="metrics")
+    out: dict[str, tuple[str, float | None]] = {}
+    for group, values in raw.items():
+        if not isinstance(values, Mapping):
+            raise InputError(f"expected an object, found {_show(values)}", field=f"metrics.{group}")
+        for name, value in values.items():
+            out[str(name)] = (
+                str(group),
+                _number(value, top=100.0, record=None, field=f"metrics.{group}.{name}"),
+            )
+    return out
+
+
+def prepare(data: Mapping[str, Any]) -> ReportData:
+    """Validate an output object and build the views every renderer uses."""
+    if not isinstance(data, Mapping):
+        raise InputError(f"expected a JSON object, found {_show(data)}")
+    results = data.get("results")
+    if not isinstance(results, list):
+        raise InputError(
+            f"expected a list of result records, found {_show(results)}",
+            field="results",
+        )
+    queries = tuple(_query(raw, i) for i, raw in enumerate(results))
+    aggregated = _aggregated(data)
+
+    per_query_names = {name for q in queries for name in q.metrics}
+    group_of = {m.name: m.group for m in METRICS}
+    group_of.update({name: group for name, (group, _) in aggregated.items()})
+    present = set(aggregated) | per_query_names
+    known = [m.name for m in METRICS if m.name in present]
+    unknown = sorted(present - set(known))
+    ordered = known + unknown
+    group_names = list(GROUPS) + sorted({group_of.get(n, "extra") for n in unknown} - set(GROUPS))
+    groups = tuple(
+        (g, names)
+        for g in group_names
+        if (names := tuple(n for n in ordered if info(n, group_of.get(n, "extra")).group == g))
+    )
+
+    overall: dict[str, float | None] = {}
+    computed = set()
+    for name in ordered:
+        if name in aggregated:
+            overall[name] = aggregated[name][1]
+        else:
+            values = [q.metrics[name] for q in queries if q.metrics.get(name) is not None]
+            overall[name] = sum(values) / len(values) if values else None
+            computed.add(name)
+
+    rejected_raw = data.get("rejected") or []
+    if not isinstance(rejected_raw, list) or not all(isinstance(r, Mapping) for r in rejected_raw):
+        raise InputError("expected a list of objects", field="rejected")
+    return ReportData(queries, groups, overall, frozenset(computed), tuple(rejected_raw))
+
+
+def load_output(path: str | Path) -> dict[str, Any]:
+    """Read and validate an output JSON file (ours or RAGChecker's); return the raw object.
+
+    Errors are :class:`InputError` naming the file, and the record and field at fault.
+    """
+    path = Path(path)
+    data = load_json(path)
+    try:
+        prepare(data)
+    except InputError as exc:
+        inner = "" if exc.record is None else f", query {exc.record}"
+        raise InputError(exc.reason, record=f"{path}{inner}", field=exc.field) from None
+    return data
