@@ -101,7 +101,7 @@ def test_end_to_end_matrices_and_metrics(tmp_path: Path, lexical_model: Path) ->
 
 
 def test_side_files_and_atomic_outputs(tmp_path: Path, lexical_model: Path) -> None:
-    summary, _ = run(tmp_path, lexical_model)
+    run(tmp_path, lexical_model)
     paths = output_paths(tmp_path / "out.json")
     rows = [json.loads(x) for x in paths["claims"].read_text().splitlines()]
     assert {r["source"] for r in rows} == {"response", "gt_answer"}
@@ -136,7 +136,7 @@ def test_bad_input_fails_before_any_model_is_loaded(tmp_path: Path) -> None:
 
 def test_on_error_skip_records_rejected_items(tmp_path: Path, lexical_model: Path) -> None:
     items = [ITEMS[0], {**ITEMS[1], "response": ""}, {**ITEMS[2], "query_id": "a"}]
-    summary, out = run(tmp_path, lexical_model, items=items, on_error="skip")
+    _, out = run(tmp_path, lexical_model, items=items, on_error="skip")
     assert [r["query_id"] for r in out["results"]] == ["a"]
     reasons = {r["field"]: r["reason"] for r in out["rejected"]}
     assert set(reasons) == {"response", "query_id"}
