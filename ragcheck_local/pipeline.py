@@ -109,6 +109,7 @@ class Evaluator:
         )
         self._progress = progress
         self._checker: Any = None
+        self._claim_cache: Any = None
         self.timer = _Timer()
         self.counts = {"items": 0, "response_claims": 0, "gt_answer_claims": 0, "pairs": 0}
 
@@ -177,16 +178,42 @@ class Evaluator:
             for it, rc, ac, plan in zip(items, response_claims, answer_claims, plans, strict=True)
         ]
 
+    @property
+    def claim_cache(self) -> Any:
+        """SQLite cache of extracted claims per text (shares the --cache file), or None."""
+        if self._claim_cache is None and self.config.cache:
+            from .cache import ClaimCache, model_fingerprint
+
+            c = self.config
+            model = model_fingerprint(c.extractor_model) if c.extractor_model else "-"
+            self._claim_cache = ClaimCache(
+                c.cache,
+                namespace=f"claims-v{__version__};{c.extractor};{c.lang};{c.spacy_model};{model}",
+            )
+        return self._claim_cache
+
     def _claims(
         self, texts: list[str], needed: bool, *, skip_empty: bool = False
     ) -> list[list[Claim]]:
-        if not needed:
-            return [[] for _ in texts]
-        todo = [i for i, t in enumerate(texts) if t.strip() or not skip_empty]
-        extracted = self.extractor.extract_many([texts[i] for i in todo]) if todo else []
         out: list[list[Claim]] = [[] for _ in texts]
+        if not needed:
+            return out
+        todo = [i for i, t in enumerate(texts) if t.strip() or not skip_empty]
+        cache = self.claim_cache
+        if cache is not None and todo:
+            from .cache import text_hash
+
+            hashes = {i: text_hash(texts[i]) for i in todo}
+            hits = cache.get_many(sorted(set(hashes.values())))
+            for i in todo:
+                if hashes[i] in hits:
+                    out[i] = [Claim(text=t, start=s, end=e) for t, s, e in hits[hashes[i]]]
+            todo = [i for i in todo if hashes[i] not in hits]
+        extracted = self.extractor.extract_many([texts[i] for i in todo]) if todo else []
         for i, claims in zip(todo, extracted, strict=True):
             out[i] = claims
+        if cache is not None and todo:
+            cache.put_many({hashes[i]: [(c.text, c.start, c.end) for c in out[i]] for i in todo})
         return out
 
     def _plan(

@@ -241,3 +241,25 @@ def test_example_input_runs(tmp_path: Path, lexical_model: Path) -> None:
     assert summary.counts["items"] == 5
     out = json.loads((tmp_path / "ex.json").read_text())
     assert all(r["response_claims"] for r in out["results"])
+
+
+def test_rerun_with_cache_needs_no_forward_pass(
+    tmp_path: Path, lexical_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragcheck_local.claims import SentenceExtractor
+
+    cache = tmp_path / "cache.sqlite"
+    first_dir, second_dir = tmp_path / "1", tmp_path / "2"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    first, out1 = run(first_dir, lexical_model, cache=str(cache))
+    assert first.counts["nli_scored"] > 0
+
+    def no_extraction(self, texts):
+        raise AssertionError(f"claims were extracted again for {texts!r}")
+
+    monkeypatch.setattr(SentenceExtractor, "extract_many", no_extraction)
+    second, out2 = run(second_dir, lexical_model, cache=str(cache))
+    assert second.counts["nli_scored"] == 0
+    assert second.counts["nli_cached"] == first.counts["nli_unique"]
+    assert out1 == out2
