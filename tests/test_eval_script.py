@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location("eval_nli", ROOT / "scripts" / "eval_nli.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["eval_nli"] = module  # dataclasses need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_data(tmp_path: Path) -> tuple[Path, Path]:
+    snli = tmp_path / "snli"
+    snli.mkdir()
+    rows = [
+        {
+            "sentence1": "the man is playing a guitar.",
+            "sentence2": "a man is playing music.",
+            "gold_label": "entailment",
+            "captionID": "1",
+        },
+        {
+            "sentence1": "the dog is blue.",
+            "sentence2": "the dog is red.",
+            "gold_label": "contradiction",
+            "captionID": "2",
+        },
+        {
+            "sentence1": "the cat is in paris.",
+            "sentence2": "the cat is famous.",
+            "gold_label": "neutral",
+            "captionID": "3",
+        },
+        {"sentence1": "a", "sentence2": "b", "gold_label": "-", "captionID": "4"},
+    ]
+    for name in ("snli_1.0_train_subset.jsonl", "snli_1.0_test.jsonl"):
+        (snli / name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    data = tmp_path / "nli-eval"
+    (data / "sick").mkdir(parents=True)
+    header = "pair_ID\tsentence_A\tsentence_B\tentailment_label\tSemEval_set\n"
+    (data / "sick" / "SICK.txt").write_text(
+        header + "1\tthe dog is blue.\tthe dog is red.\tCONTRADICTION\tTEST\n"
+        "2\tthe dog is blue.\ta dog is blue.\tENTAILMENT\tTRAIN\n"
+    )
+    (data / "anli-dev").mkdir()
+    (data / "anli-dev" / "R1-dev.jsonl").write_text(
+        json.dumps(
+            {
+                "context": "the nile is a river. it is in africa.",
+                "hypothesis": "the nile is in africa.",
+                "label": "e",
+            }
+        )
+        + "\n"
+    )
+    (data / "summac-val").mkdir()
+    docs = {
+        f"x_{i}": {
+            "document": "the nile is the longest river. " * 30,
+            "claim": "the nile is long.",
+            "label": i % 2,
+        }
+        for i in range(4)
+    }
+    (data / "summac-val" / "factcc.json").write_text(json.dumps(docs))
+    return snli, data
+
+
+def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path) -> None:
+    module = load_script()
+    snli, data = make_data(tmp_path)
+    lines: list[str] = []
+    rows = module.evaluate_model(
+        str(tiny_bert),
+        data_dir=data,
+        snli_dir=snli,
+        cache_dir=tmp_path / "cache",
+        device="cpu",
+        batch_size=8,
+        limit=None,
+        log=lines.append,
+    )
+    names = [r.name for r in rows]
+    assert names == ["SNLI test", "SICK test", "ANLI dev R1", "SummaC factcc", "SummaC mean"]
+    snli_row = rows[0]
+    assert snli_row.n == 3  # the no-consensus pair is dropped
+    assert rows[1].n == 1  # TEST split only
+    assert all(0.0 <= r.value <= 1.0 for r in rows)
+    assert any("R2" in line and "absent" in line for line in lines)
+    table = module.format_table(rows, "m")
+    assert "| SummaC mean | balanced accuracy |" in table
+
+
+def test_balanced_accuracy() -> None:
+    module = load_script()
+    assert module.balanced_accuracy([1, 1, 1, 0], [1, 1, 1, 1]) == 0.5
+    assert module.balanced_accuracy([1, 0, 0, 0], [1, 0, 0, 1]) == (1 + 2 / 3) / 2
