@@ -27,7 +27,9 @@ _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _SETEXT_RE = re.compile(r"^\s*(=+|-+)\s*$")
 _LIST_RE = re.compile(r"^\s*(?:[-*+•・●◦▪]|\(?\d{1,3}[.)）]|\(?[a-zA-Z][.)](?=\s))\s+")
 _TABLE_RULE_RE = re.compile(r"^\s*\|?\s*:?-{3,}")
-_LEADING_RE = re.compile(r"^(?:\s|>|#{1,6}\s|[-*+•・●◦▪]\s|\(?\d{1,3}[.)）]\s|\(?[a-zA-Z][.)]\s)+")
+_LEADING_RE = re.compile(
+    r"^(?:\s|>|#{1,6}\s|[-*+•・●◦▪]\s|\(?\d{1,3}[.)）]\s|\(?[a-zA-Z][.)]\s|\[[ xX]\]\s)+"
+)
 _CITATION_RE = re.compile(
     r"\s*(?:\[\^?\d+(?:\s*[,–-]\s*\d+)*\]|\[(?:source|doc|ref|citation)\s*:?\s*\d+\]"
     r"|【\d+(?:†[^】]*)?】|\[\d+†[^\]]*\])",
@@ -382,11 +384,13 @@ class Seq2SeqExtractor:
         at = text.find(claim)
         if at >= 0:
             return at, at + len(claim)
-        if not spans:
-            return 0, len(text)
         words = _tokens(claim)
-        best = max(spans, key=lambda se: len(words & _tokens(text[se[0] : se[1]])))
-        return best
+        overlap = {se: len(words & _tokens(text[se[0] : se[1]])) for se in spans}
+        if not overlap or max(overlap.values()) == 0:
+            return 0, len(text)  # nothing in common: the claim is about the whole text
+        s, e = max(overlap, key=lambda se: overlap[se])
+        lead = _LEADING_RE.match(text[s:e])
+        return (s + lead.end() if lead else s), e
 
 
 def build_extractor(config: ExtractorConfig) -> SentenceExtractor | Seq2SeqExtractor:

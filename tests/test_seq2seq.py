@@ -242,7 +242,7 @@ SPANS = [(0, 17), (18, 49), (50, 60)]
         ("France has Paris as its capital.", (18, 49)),  # best overlap
         ("the nile is long.", (0, 17)),  # case differs: overlap
         ("dogs BARK loudly", (50, 60)),
-        ("Completely unrelated words here.", (0, 17)),  # no overlap: first sentence
+        ("Completely unrelated words here.", (0, len(TEXT))),  # no overlap: whole text
     ],
 )
 def test_locate(claim: str, span: tuple[int, int]) -> None:

@@ -39,7 +39,7 @@ TIE_TOLERANCE = 1e-6
 """Per-query differences up to this many points count as ties."""
 
 _BLOCK = 2_000_000
-"""Bootstrap indices drawn per block (bounds memory for large runs)."""
+"""Resample weights drawn per block, resamples × queries (bounds memory for large runs)."""
 
 
 @dataclass(frozen=True)
@@ -141,10 +141,10 @@ def _bootstrap(
     per_block = max(1, _BLOCK // max(1, n))
     for start in range(0, n_boot, per_block):
         stop = min(n_boot, start + per_block)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        # sum over the resampled queries of each metric's differences and pair counts
-        sums[start:stop] = diffs[idx].sum(axis=1)
-        counts[start:stop] = mask[idx].sum(axis=1)
+        # How often each query is drawn in each resample (n draws with replacement).
+        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=stop - start).astype(np.float64)
+        sums[start:stop] = weights @ diffs
+        counts[start:stop] = weights @ mask
     out: list[tuple[float | None, float | None]] = []
     for j in range(k):
         ok = counts[:, j] > 0

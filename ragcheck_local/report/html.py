@@ -14,7 +14,15 @@ from typing import Any
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL
 from .common import WORST_KEYS, clip, css_token, fmt, page, worst_queries
 from .data import ClaimView, QueryView, ReportData, prepare
-from .diagnosis import RULES, WEAKER_PARTS, Assessment, Diagnosis, Thresholds, diagnose_prepared
+from .diagnosis import (
+    DEFAULT_THRESHOLDS,
+    RULES,
+    WEAKER_PARTS,
+    Assessment,
+    Diagnosis,
+    Thresholds,
+    diagnose_prepared,
+)
 from .i18n import check_lang, finding_advice, finding_title, metric_label, metric_meaning, t
 from .meta import HIGHER, LOWER, NEUTRAL_DIRECTION, TABLE_METRICS, info
 from .svg import Bar, bar_chart, histogram
@@ -285,9 +293,8 @@ def highlight(text: str, claims: Sequence[ClaimView]) -> str:
         if start >= end:
             continue
         out.append(escape(text[pos:start]))
-        tip = f"#{claim.index + 1} {claim.verdict or ''}".strip()
         out.append(
-            f'<mark class="{VERDICT_CSS[claim.verdict]}" title="{escape(tip)}">'
+            f'<mark class="{VERDICT_CSS[claim.verdict]}">'
             f"{escape(text[start:end])}<sup>{claim.index + 1}</sup></mark>"
         )
         pos = end
@@ -398,7 +405,6 @@ def _details(q: QueryView, assessment: Assessment, names: Sequence[str], lang: s
         f'<p class="note">{_e(t(lang, "diag.advice_note"))}</p></div>'
         f"<div><h4>{_e(t(lang, 'detail.metrics'))}</h4>{_metric_table(q, names, lang)}</div>"
         "</div>"
-        f"{_legend(lang)}"
         f'<div class="two"><div><h4>{_e(t(lang, "detail.response"))}</h4>'
         f"{_text_block(q.response, q.response_claims, lang)}</div>"
         f"<div><h4>{_e(t(lang, 'detail.gt_answer'))}</h4>"
@@ -511,15 +517,17 @@ def build_html(
     lang: str = "en",
     title: str | None = None,
     worst_n: int = 10,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> str:
     """The whole report as one self-contained HTML document (a string; the caller writes it).
 
     ``data`` is an output object (ours or RAGChecker's); ``lang`` is ``"en"`` or ``"ja"``;
-    ``worst_n`` is the length of each "queries to look at first" list.
+    ``worst_n`` is the length of each "queries to look at first" list; ``thresholds`` tune
+    the diagnosis rules.
     """
     check_lang(lang)
     report = prepare(data)
-    diagnosis = diagnose_prepared(report)
+    diagnosis = diagnose_prepared(report, thresholds)
     title = title if title is not None else t(lang, "title")
     names = report.metric_names
     nav = "".join(
@@ -541,7 +549,7 @@ def build_html(
         _table(report, diagnosis, lang),
         f'<section id="details"><div class="controls"><button type="button" data-open="1">'
         f'{_e(t(lang, "btn.expand_all"))}</button><button type="button" data-open="0">'
-        f"{_e(t(lang, 'btn.collapse_all'))}</button></div>",
+        f"{_e(t(lang, 'btn.collapse_all'))}</button></div>{_legend(lang)}",
         "\n".join(
             _details(q, a, names, lang)
             for q, a in zip(report.queries, diagnosis.per_query, strict=True)

@@ -172,7 +172,7 @@ _FINDING_TEXT: dict[str, dict[str, tuple[str, str]]] = {
 _TEXT: dict[str, dict[str, str]] = {
     "en": {
         "title": "RAG diagnosis report",
-        "summary": "{n} queries · claim-level checks by a local NLI model",
+        "summary": "{n} queries · claim-level diagnosis",
         "scale_note": "All numbers are on a 0–100 scale.",
         "section.overview": "Overview",
         "section.chart": "All metrics",
@@ -284,7 +284,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "cmp.mean_b": "B",
         "cmp.delta": "Δ (B − A)",
         "cmp.ci": "95% CI",
-        "cmp.wlt": "B better / worse / tie (↕: higher / lower / tie)",
+        "cmp.wlt": "B better / worse / tie",
         "cmp.result": "Result",
         "cmp.improved": "improved",
         "cmp.regressed": "regressed",
@@ -303,13 +303,14 @@ _TEXT: dict[str, dict[str, str]] = {
         "cmp.note": (
             "Deltas are points on the 0–100 scale over shared queries with values in both runs; "
             "95% CI from a paired bootstrap ({n_boot} resamples of query ids, seed {seed}). "
-            "A change counts when the CI excludes 0."
+            "A change counts when the CI excludes 0. For metrics marked ↕ (no good direction) "
+            "the counts are B higher / lower / tie."
         ),
         "cmp.chart": "Δ (B − A) with 95% CI",
     },
     "ja": {
         "title": "RAG診断レポート",
-        "summary": "質問 {n} 件 · ローカルNLIモデルによる主張単位の判定",
+        "summary": "質問 {n} 件 · 主張単位の診断",
         "scale_note": "数値はすべて 0〜100 のスケールです。",
         "section.overview": "概要",
         "section.chart": "全指標",
@@ -424,7 +425,7 @@ _TEXT: dict[str, dict[str, str]] = {
         "cmp.mean_b": "B",
         "cmp.delta": "差分(B − A)",
         "cmp.ci": "95% 信頼区間",
-        "cmp.wlt": "B が良い / 悪い / 同じ(↕: 高い / 低い / 同じ)",
+        "cmp.wlt": "B が良い / 悪い / 同じ",
         "cmp.result": "結果",
         "cmp.improved": "改善",
         "cmp.regressed": "悪化",
@@ -444,6 +445,7 @@ _TEXT: dict[str, dict[str, str]] = {
             "差分は、両方の実行に値がある共通の質問について 0〜100 スケールのポイントで示します。"
             "95% 信頼区間は対応のあるブートストラップ(質問IDを {n_boot} 回再標本化、"
             "シード {seed})によります。区間が 0 を含まない場合に変化ありとします。"
+            "↕ の指標(良い方向なし)では、件数は B が高い / 低い / 同じ を表します。"
         ),
         "cmp.chart": "差分(B − A)と95% 信頼区間",
     },

@@ -10,7 +10,7 @@ from typing import Any
 
 from .common import WORST_KEYS, clip, fmt, md_escape, worst_queries
 from .data import prepare
-from .diagnosis import WEAKER_PARTS, Assessment, diagnose_prepared
+from .diagnosis import DEFAULT_THRESHOLDS, WEAKER_PARTS, Assessment, Thresholds, diagnose_prepared
 from .i18n import check_lang, finding_advice, finding_title, metric_label, metric_meaning, t
 from .meta import info
 
@@ -40,12 +40,20 @@ def _findings(assessment: Assessment, lang: str) -> list[str]:
 
 
 def build_markdown(
-    data: Mapping[str, Any], *, lang: str = "en", title: str | None = None, worst_n: int = 10
+    data: Mapping[str, Any],
+    *,
+    lang: str = "en",
+    title: str | None = None,
+    worst_n: int = 10,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> str:
-    """Overview, diagnosis and worst queries as Markdown (GitHub-flavoured tables)."""
+    """Overview, diagnosis and worst queries as Markdown (GitHub-flavoured tables).
+
+    Options as for :func:`ragcheck_local.report.build_html`.
+    """
     check_lang(lang)
     report = prepare(data)
-    diagnosis = diagnose_prepared(report)
+    diagnosis = diagnose_prepared(report, thresholds)
     title = title if title is not None else t(lang, "title")
     lines = [
         f"# {md_escape(title)}",

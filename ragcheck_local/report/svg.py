@@ -163,7 +163,7 @@ def delta_chart(rows: Sequence[Interval], *, width: int = 760, label_width: int 
             f'<line class="{"zero" if tick == 0 else "grid"}" x1="{_num(x(tick))}" '
             f'y1="{top - 4}" x2="{_num(x(tick))}" y2="{height - 6}"/>'
             f'<text class="tick" x="{_num(x(tick))}" y="{top - 8}" text-anchor="middle">'
-            f"{tick:+g}</text>"
+            f"{tick:+g}</text>".replace(">+0<", ">0<")
         )
     for i, r in enumerate(rows):
         y = top + i * row + 12
