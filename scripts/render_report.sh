@@ -3,15 +3,16 @@
 #
 #   scripts/render_report.sh [OUTPUT_JSON] [PNG] [LANG]
 #
-# OUTPUT_JSON defaults to examples/example_output.json, PNG to docs/report.png, LANG to en.
+# OUTPUT_JSON defaults to ragcheck_local/examples/example_output.json, PNG to
+# ragcheck_local/examples/report.png, LANG to en.
 # Set HTML_OUT=path to keep the HTML (default: a temp file). Needs the `chromium` binary
 # (Debian: apt-get install -y chromium; add fonts-noto-cjk for Japanese). No network is used:
 # the report is self-contained and Chromium runs with background networking disabled.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-input="${1:-$here/examples/example_output.json}"
-png="${2:-$here/docs/report.png}"
+input="${1:-$here/ragcheck_local/examples/example_output.json}"
+png="${2:-$here/ragcheck_local/examples/report.png}"
 lang="${3:-en}"
 width="${WINDOW_WIDTH:-1280}"
 height="${WINDOW_HEIGHT:-2000}"
