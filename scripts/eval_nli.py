@@ -48,24 +48,21 @@ class Row:
     pairs_per_s: float
 
 
-def _accuracy_plain(
-    checker: NLIChecker, pairs: Sequence[tuple[str, str]], labels: Sequence[int]
+def _accuracy(
+    checker: NLIChecker,
+    pairs: Sequence[tuple[str, str]],
+    labels: Sequence[int],
+    *,
+    windowed: bool,
 ) -> tuple[float, float]:
+    """3-way accuracy and pairs/s: plain sentence pairs, or the windowed checker."""
     t0 = time.perf_counter()
-    probs = checker.predict_proba(pairs)
+    if windowed:
+        pred = np.asarray([VERDICTS.index(r.verdict) for r in checker.check(pairs)])
+    else:
+        pred = checker.predict_proba(pairs).argmax(axis=1)
     elapsed = time.perf_counter() - t0
-    pred = probs.argmax(axis=1)
     return float((pred == np.asarray(labels)).mean()), len(pairs) / elapsed
-
-
-def _accuracy_windowed(
-    checker: NLIChecker, pairs: Sequence[tuple[str, str]], labels: Sequence[int]
-) -> tuple[float, float]:
-    t0 = time.perf_counter()
-    results = checker.check(pairs)
-    elapsed = time.perf_counter() - t0
-    pred = [VERDICTS.index(r.verdict) for r in results]
-    return float((np.asarray(pred) == np.asarray(labels)).mean()), len(pairs) / elapsed
 
 
 def balanced_accuracy(gold: Sequence[int], pred: Sequence[int]) -> float:
@@ -125,8 +122,11 @@ def evaluate_model(
 
     snli = locate_snli(snli_dir, cache_dir) / "snli_1.0_test.jsonl"
     test = read_snli(snli)[:limit]
-    acc, speed = _accuracy_plain(
-        checker, [(p.premise, p.hypothesis) for p in test], [p.label for p in test]
+    acc, speed = _accuracy(
+        checker,
+        [(p.premise, p.hypothesis) for p in test],
+        [p.label for p in test],
+        windowed=False,
     )
     rows.append(Row("SNLI test", "accuracy", acc, len(test), speed))
     log(f"SNLI test: {acc:.4f} ({len(test)} pairs, {speed:.0f} pairs/s)")
@@ -134,7 +134,7 @@ def evaluate_model(
     sick = data_dir / "sick" / "SICK.txt"
     if sick.is_file():
         pairs, labels = load_sick(sick, limit)
-        acc, speed = _accuracy_plain(checker, pairs, labels)
+        acc, speed = _accuracy(checker, pairs, labels, windowed=False)
         rows.append(Row("SICK test", "accuracy", acc, len(pairs), speed))
         log(f"SICK test: {acc:.4f}")
     else:
@@ -146,7 +146,7 @@ def evaluate_model(
             log(f"skipped ANLI {r}: {path} absent")
             continue
         pairs, labels = load_anli(path, limit)
-        acc, speed = _accuracy_windowed(checker, pairs, labels)
+        acc, speed = _accuracy(checker, pairs, labels, windowed=True)
         rows.append(Row(f"ANLI dev {r}", "accuracy", acc, len(pairs), speed))
         log(f"ANLI {r}: {acc:.4f}")
 
