@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from .data import QueryView, ReportData
-from .i18n import t
+from .i18n import metric_label, t
 
 _SCRIPT_UNSAFE = re.compile(r"\\.|[<>&\u2028\u2029]", re.DOTALL)
 _SCRIPT_REPLACEMENTS = {
@@ -223,3 +223,17 @@ ol.chunks li{margin:6px 0}
 .badge.o-regressed{background:var(--con);color:#8e2317}
 footer{text-align:center;color:var(--muted);font-size:12px;padding:8px 0 24px}
 """
+
+
+def evidence_text(lang: str, finding: Any, sep: str) -> str:
+    """A finding's evidence ("Hallucination 46.7 > 15", ...) joined by ``sep``."""
+    return sep.join(
+        t(
+            lang,
+            "diag.evidence_high" if ev.above else "diag.evidence_low",
+            metric=metric_label(lang, ev.metric),
+            value=f"{ev.value:.1f}",
+            threshold=f"{ev.threshold:g}",
+        )
+        for ev in finding.evidence
+    )

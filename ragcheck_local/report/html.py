@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL
-from .common import WORST_KEYS, clip, css_token, fmt, page, worst_queries
+from .common import WORST_KEYS, clip, css_token, evidence_text, fmt, page, worst_queries
 from .data import ClaimView, QueryView, ReportData, prepare
 from .diagnosis import (
     DEFAULT_THRESHOLDS,
@@ -136,16 +136,7 @@ def _findings(assessment: Assessment, lang: str, *, advice: bool = True) -> str:
         return f'<p class="muted">{_e(t(lang, "diag.no_findings"))}</p>'
     items = []
     for finding in assessment.findings:
-        evidence = " · ".join(
-            t(
-                lang,
-                "diag.evidence_high" if ev.above else "diag.evidence_low",
-                metric=metric_label(lang, ev.metric),
-                value=f"{ev.value:.1f}",
-                threshold=f"{ev.threshold:g}",
-            )
-            for ev in finding.evidence
-        )
+        evidence = evidence_text(lang, finding, " · ")
         items.append(
             f'<li class="c-{finding.component}"><strong>{_e(finding_title(lang, finding.code))}'
             f"</strong> {_weaker_badge(finding.component, lang)}"

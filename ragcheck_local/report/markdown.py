@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .common import WORST_KEYS, clip, fmt, md_escape, worst_queries
+from .common import WORST_KEYS, clip, evidence_text, fmt, md_escape, worst_queries
 from .data import prepare
 from .diagnosis import DEFAULT_THRESHOLDS, WEAKER_PARTS, Assessment, Thresholds, diagnose_prepared
 from .i18n import check_lang, finding_advice, finding_title, metric_label, metric_meaning, t
@@ -20,16 +20,7 @@ def _findings(assessment: Assessment, lang: str) -> list[str]:
         return [t(lang, "diag.no_findings"), ""]
     lines = []
     for finding in assessment.findings:
-        evidence = "; ".join(
-            t(
-                lang,
-                "diag.evidence_high" if ev.above else "diag.evidence_low",
-                metric=metric_label(lang, ev.metric),
-                value=f"{ev.value:.1f}",
-                threshold=f"{ev.threshold:g}",
-            )
-            for ev in finding.evidence
-        )
+        evidence = evidence_text(lang, finding, "; ")
         lines.append(
             f"- **{finding_title(lang, finding.code)}** "
             f"({t(lang, f'weaker.{finding.component}')}; {evidence}): "
