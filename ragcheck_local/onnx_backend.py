@@ -58,11 +58,12 @@ def _import_onnxruntime() -> Any:
 def _import_quantizer() -> Any:
     try:
         from onnxruntime import quantization
+        from onnxruntime.quantization.shape_inference import quant_pre_process
     except ImportError as exc:  # onnxruntime.quantization also needs the onnx package
         raise RagcheckError(
             f"int8 quantization needs the onnxruntime and onnx packages; {_MISSING_EXTRA}"
         ) from exc
-    return quantization
+    return quantization, quant_pre_process
 
 
 def _is_writable_dir(path: Path) -> bool:
@@ -155,7 +156,9 @@ def _dummy_inputs(tokenizer: Any, names: list[str]) -> dict[str, Any]:
     return feeds
 
 
-def _torch_export(model: Any, feeds: dict[str, Any], names: list[str], path: Path, opset: int):
+def _torch_export(
+    model: Any, feeds: dict[str, Any], names: list[str], path: Path, opset: int
+) -> None:
     import torch
 
     class _LogitsOnly(torch.nn.Module):
@@ -207,7 +210,7 @@ def export_onnx(
     if not (src / "config.json").is_file():
         raise ModelError(f"no config.json in model directory {src}")
     ort = _import_onnxruntime()
-    quantization = _import_quantizer() if quantize else None
+    quantization, quant_pre_process = _import_quantizer() if quantize else (None, None)
     import torch
 
     model, tokenizer = _load_torch_model(src)
@@ -218,7 +221,10 @@ def export_onnx(
     with tempfile.TemporaryDirectory(dir=dest_dir, prefix=".export-") as tmp_name:
         tmp = Path(tmp_name)
         fp32_path = tmp / "model.onnx"
-        _torch_export(model, feeds, names, fp32_path, opset)
+        try:
+            _torch_export(model, feeds, names, fp32_path, opset)
+        except RuntimeError as exc:  # torch.onnx's errors (unsupported ops, ...) derive from it
+            raise ModelError(f"cannot export the model in {src} to ONNX: {exc}") from exc
         extra = sorted(p.name for p in tmp.iterdir() if p != fp32_path)
         if extra:  # >2 GB models spill weights into side files a single rename cannot move
             raise ModelError(f"model in {src} is too large for a single-file ONNX export: {extra}")
@@ -235,9 +241,11 @@ def export_onnx(
         graph = fp32_path
         if quantization is not None:
             graph = tmp / onnx_file_name(True)
-            quantization.quantize_dynamic(
-                fp32_path, graph, weight_type=quantization.QuantType.QInt8
-            )
+            prepared = tmp / "model.pre.onnx"
+            # ORT's recommended pre-processing (graph optimisation + shape inference); without
+            # it quantize_dynamic also warns through the root logger.
+            quant_pre_process(fp32_path, prepared, skip_symbolic_shape=True)
+            quantization.quantize_dynamic(prepared, graph, weight_type=quantization.QuantType.QInt8)
         info = {
             "format": EXPORT_FORMAT,
             "source_fingerprint": fingerprint,
@@ -294,7 +302,8 @@ class OnnxSequenceClassifier:
     """A sequence-classification ONNX graph on ONNX Runtime's CPU provider.
 
     ``num_threads`` sets intra-op threads (None: ONNX Runtime's default, one per physical
-    core). Inter-op parallelism is off: encoder graphs are a single chain of ops.
+    core). Inter-op parallelism is off (encoder graphs are a single chain of ops) and idle
+    threads do not spin.
     """
 
     def __init__(self, onnx_path: str | Path, *, num_threads: int | None = None) -> None:
@@ -310,6 +319,9 @@ class OnnxSequenceClassifier:
         options.inter_op_num_threads = 1
         if num_threads is not None:
             options.intra_op_num_threads = num_threads
+        # Idle pool threads would busy-wait between runs, stealing CPU from tokenization of
+        # the next batch in the same process.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(
                 str(self.path), sess_options=options, providers=["CPUExecutionProvider"]
