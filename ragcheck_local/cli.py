@@ -149,6 +149,14 @@ def main(verbose: bool) -> None:
 @click.option("--no-cache", is_flag=True, help="Ignore any cache setting.")
 @click.option("--shard", help="Evaluate only shard I of N (I/N, by query_id).")
 @click.option("--resume", is_flag=True, default=None, help="Continue an interrupted run.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    help="local (this process) or ray (Ray Data; pip install 'ragcheck_local[ray]').",
+)
+@click.option("--ray-address", help="Ray cluster to join, e.g. auto (default: $RAY_ADDRESS/local).")
+@click.option("--num-actors", type=int, help="NLI actors (--engine ray; default: one per GPU).")
+@click.option("--num-gpus-per-actor", type=float, help="GPUs per NLI actor (--engine ray).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--extractor_name", "--checker_name", "ignored", multiple=True, hidden=True)
 @click.option(
@@ -242,3 +250,67 @@ def merge(inputs: tuple[str, ...], output_path: str) -> None:
     out = run_merge(inputs, output_path)
     click.echo(_format_metrics(out["metrics"]))
     click.echo(f"\n{len(out['results'])} item(s) from {len(inputs)} file(s) -> {output_path}")
+
+
+def _is_markdown(path: str) -> bool:
+    return path.lower().endswith((".md", ".markdown"))
+
+
+@main.command()
+@click.argument("input_path", type=click.Path(dir_okay=False))
+@click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "md"]),
+    help="Report format (default: md for a .md output, else html).",
+)
+@click.option("--lang", type=click.Choice(["en", "ja"]), default="en", show_default=True)
+@click.option("--title", help="Report title (default: a generic one).")
+def report(
+    input_path: str, output_path: str, fmt: str | None, lang: str, title: str | None
+) -> None:
+    """Render an output file (ours or RAGChecker's) as an offline HTML or Markdown report."""
+    from .io import write_text
+    from .report import build_html, build_markdown, load_output
+
+    data = load_output(input_path)
+    fmt = fmt or ("md" if _is_markdown(output_path) else "html")
+    build = build_markdown if fmt == "md" else build_html
+    write_text(output_path, build(data, lang=lang, title=title))
+    click.echo(f"report: {output_path}")
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(dir_okay=False))
+@click.argument("run_b", type=click.Path(dir_okay=False))
+@click.option(
+    "--output",
+    "-o",
+    "output_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the comparison as HTML (or Markdown for a .md path).",
+)
+@click.option("--lang", type=click.Choice(["en", "ja"]), default="en", show_default=True)
+@click.option("--n-boot", type=click.IntRange(min=1), default=2000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def compare(
+    run_a: str, run_b: str, output_path: str | None, lang: str, n_boot: int, seed: int
+) -> None:
+    """Compare run B with run A: metric deltas with bootstrap CIs, changed claim verdicts."""
+    from .io import write_text
+    from .report import (
+        build_compare_html,
+        build_compare_markdown,
+        compare_runs,
+        format_compare_text,
+        load_output,
+    )
+
+    result = compare_runs(load_output(run_a), load_output(run_b), n_boot=n_boot, seed=seed)
+    labels = {"label_a": run_a, "label_b": run_b}
+    click.echo(format_compare_text(result, lang=lang, **labels), nl=False)
+    if output_path:
+        build = build_compare_markdown if _is_markdown(output_path) else build_compare_html
+        write_text(output_path, build(result, lang=lang, **labels))
+        click.echo(f"comparison: {output_path}")

@@ -15,6 +15,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = PROJECT_ROOT / "configs"
 DEFAULT_MODEL_NAME = "ragcheck-nli-minilm-l6"
 MODEL_ENV = "RAGCHECK_LOCAL_MODEL"
+ENGINES = ("local", "ray")
+ENGINE_SETTINGS = ("engine", "ray_address", "num_actors", "num_gpus_per_actor")
+"""Settings that choose where a run executes, never what it computes."""
 
 
 def default_model_path() -> str:
@@ -53,6 +56,10 @@ class EvalConfig:
     block_size: int = 256
     shard: tuple[int, int] | None = None
     resume: bool = False
+    engine: str = "local"
+    ray_address: str | None = None
+    num_actors: int | None = None
+    num_gpus_per_actor: float | None = None
 
     @property
     def model_path(self) -> str:
@@ -81,6 +88,16 @@ class EvalConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"must be a positive integer, found {value!r}", field=name)
+        if self.engine not in ENGINES:
+            raise InputError(
+                f"expected one of {', '.join(ENGINES)}, found {self.engine!r}", field="engine"
+            )
+        n = self.num_actors
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise InputError(f"must be a positive integer, found {n!r}", field="num_actors")
+        g = self.num_gpus_per_actor
+        if g is not None and (isinstance(g, bool) or not isinstance(g, int | float) or g < 0):
+            raise InputError(f"must be a number >= 0, found {g!r}", field="num_gpus_per_actor")
         if self.shard is not None:
             index, count = self.shard
             if not (count >= 1 and 0 <= index < count):
@@ -108,7 +125,8 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "shard" and isinstance(value, str):
         return parse_shard(value)
     if name == "shard" and isinstance(value, list | tuple):
-        return (int(value[0]), int(value[1]))
+        # Through parse_shard so [1] or [a, b] give an InputError, not IndexError/ValueError.
+        return parse_shard("/".join(str(v) for v in value))
     return value
 
 

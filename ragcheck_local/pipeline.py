@@ -21,7 +21,7 @@ from typing import Any
 
 from . import __version__
 from .claims import ExtractorConfig, Segmenter, build_extractor
-from .config import EvalConfig
+from .config import ENGINE_SETTINGS, EvalConfig
 from .errors import InputError
 from .io import atomic_writer, dumps_json, item_to_dict, iter_items, write_json
 from .metrics import (
@@ -97,21 +97,32 @@ class Evaluator:
         self.need_response_claims = bool(self.checks & {ANSWER2RESPONSE, RETRIEVED2RESPONSE})
         self.need_answer_claims = bool(self.checks & {RESPONSE2ANSWER, RETRIEVED2ANSWER})
         self.segmenter = Segmenter(config.lang, config.spacy_model)
-        self.extractor = build_extractor(
-            ExtractorConfig(
-                kind=config.extractor,
-                lang=config.lang,
-                spacy_model=config.spacy_model,
-                model=config.extractor_model,
-                device=config.device,
-                batch_size=config.extractor_batch_size,
-            )
-        )
+        self._extractor: Any = None
         self._progress = progress
         self._checker: Any = None
+        # What Ray workers report back (ray_engine): NLI counters and model facts.
+        self._worker_nli: dict[str, int] = {}
+        self._worker_model: dict[str, Any] = {}
         self._claim_cache: Any = None
         self.timer = _Timer()
         self.counts = {"items": 0, "response_claims": 0, "gt_answer_claims": 0, "pairs": 0}
+
+    @property
+    def extractor(self) -> Any:
+        """The claim extractor, built on first use (the Ray driver never extracts)."""
+        if self._extractor is None:
+            c = self.config
+            self._extractor = build_extractor(
+                ExtractorConfig(
+                    kind=c.extractor,
+                    lang=c.lang,
+                    spacy_model=c.spacy_model,
+                    model=c.extractor_model,
+                    device=c.device,
+                    batch_size=c.extractor_batch_size,
+                )
+            )
+        return self._extractor
 
     @property
     def checker(self) -> Any:
@@ -153,6 +164,10 @@ class Evaluator:
 
     def evaluate_block(self, items: Sequence[RagItem]) -> list[dict[str, Any]]:
         """RAGChecker-format result dicts (with metrics and claim details) for ``items``."""
+        return self.check(items, *self.extract(items))
+
+    def extract(self, items: Sequence[RagItem]) -> tuple[list[list[Claim]], list[list[Claim]]]:
+        """Stage 1: response claims and gt_answer claims per item (no NLI model needed)."""
         t0 = time.perf_counter()
         response_claims = self._claims([it.response for it in items], self.need_response_claims)
         answer_claims = self._claims(
@@ -162,7 +177,15 @@ class Evaluator:
         tick = self._tick("claims")
         if tick:
             tick(len(items))
+        return response_claims, answer_claims
 
+    def check(
+        self,
+        items: Sequence[RagItem],
+        response_claims: Sequence[list[Claim]],
+        answer_claims: Sequence[list[Claim]],
+    ) -> list[dict[str, Any]]:
+        """Stage 2: NLI checks, metrics and claim details for ``items`` given their claims."""
         pairs: list[tuple[str, str]] = []
         plans = [
             self._plan(it, rc, ac, pairs)
@@ -177,6 +200,44 @@ class Evaluator:
             self._assemble(it, rc, ac, plan, results)
             for it, rc, ac, plan in zip(items, response_claims, answer_claims, plans, strict=True)
         ]
+
+    def nli_stats(self) -> dict[str, int]:
+        """NLI checker counters: this process's checker plus what Ray workers reported."""
+        totals = dict(self._worker_nli)
+        if self._checker is not None:
+            for key, value in self._checker.stats.items():
+                totals[key] = totals.get(key, 0) + value
+        return totals
+
+    def model_facts(self) -> dict[str, Any]:
+        """What the manifest records about the NLI model in use ({} when none was loaded)."""
+        if self._checker is None:
+            return dict(self._worker_model)
+        from .cache import model_fingerprint
+
+        checker = self._checker
+        return {
+            "resolved_path": checker.model_path,
+            "sha256": model_fingerprint(checker.model_path),
+            "device": str(checker.device),
+            "dtype": str(checker.dtype),
+            "max_length": checker.max_length,
+            "labels": list(checker.columns),
+        }
+
+    def add_worker_stats(self, stats: dict[str, Any]) -> None:
+        """Fold what a Ray worker reports for one finished block into counters and progress."""
+        counts = stats.get("counts", {})
+        for key, value in counts.items():
+            self.counts[key] = self.counts.get(key, 0) + value
+        self.timer.extraction += stats.get("extraction_s", 0.0)
+        self.timer.checking += stats.get("checking_s", 0.0)
+        for key, value in stats.get("nli", {}).items():
+            self._worker_nli[key] = self._worker_nli.get(key, 0) + value
+        self._worker_model.update(stats.get("model", {}))
+        if self._progress is not None:
+            self._progress("claims", counts.get("items", 0))
+            self._progress("pairs", counts.get("pairs", 0))
 
     @property
     def claim_cache(self) -> Any:
@@ -345,6 +406,17 @@ def _blocks(items: Iterator[RagItem], size: int) -> Iterator[list[RagItem]]:
         yield block
 
 
+def _evaluate_blocks(
+    evaluator: Evaluator, blocks: Iterator[list[RagItem]]
+) -> Iterator[list[dict[str, Any]]]:
+    """Result dicts per block, in block order, from the configured engine."""
+    if evaluator.config.engine == "ray":
+        from .ray_engine import evaluate_blocks  # optional dependency: imported on demand
+
+        return evaluate_blocks(evaluator, blocks)
+    return (evaluator.evaluate_block(block) for block in blocks)
+
+
 def _run_key(config: EvalConfig, input_path: Path) -> str:
     """Identifies a run for resume: same input bytes and same result-affecting settings."""
     h = hashlib.sha256()
@@ -354,7 +426,7 @@ def _run_key(config: EvalConfig, input_path: Path) -> str:
     settings = config.to_dict()
     # Block and batch sizes stay in the key: they decide batch composition, and with it the
     # last float bits, which byte-identical resumed output depends on.
-    for volatile in ("progress", "resume", "cache"):
+    for volatile in ("progress", "resume", "cache", *ENGINE_SETTINGS):
         settings.pop(volatile, None)
     h.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return h.hexdigest()[:32]
@@ -405,6 +477,10 @@ def evaluate(
     paths = output_paths(output_path)
     column_map = dict(config.column_map)
     resolve_metrics(config.metrics)  # fail on bad metric names before reading anything
+    if config.engine == "ray":
+        from .ray_engine import import_ray
+
+        import_ray()  # a missing optional dependency fails before any work is done
 
     def stream() -> Iterator[RagItem]:
         for item in iter_items(
@@ -445,8 +521,7 @@ def evaluate(
             ck.seek(0, os.SEEK_END)
             ck.truncate(_good_prefix_length(paths["checkpoint"]))
         pending = (it for it in stream() if it.query_id not in done_ids)
-        for block in _blocks(pending, config.block_size):
-            results = evaluator.evaluate_block(block)
+        for results in _evaluate_blocks(evaluator, _blocks(pending, config.block_size)):
             ck.write(dumps_json({"results": results}, indent=None) + "\n")
             per_item.extend(r["metrics"] for r in results)
             ck.flush()
@@ -459,8 +534,7 @@ def evaluate(
     _write_outputs(paths, grouped, rejected_rows)
     counts = dict(evaluator.counts)
     counts.update({"items": len(per_item), "rejected": len(rejected), "resumed": len(done)})
-    if evaluator._checker is not None:
-        counts.update({f"nli_{k}": v for k, v in evaluator.checker.stats.items()})
+    counts.update({f"nli_{k}": v for k, v in evaluator.nli_stats().items()})
     timings = {
         "extraction_s": round(evaluator.timer.extraction, 3),
         "checking_s": round(evaluator.timer.checking, 3),
@@ -544,21 +618,7 @@ def _manifest(
             versions[name] = getattr(module, "__version__", "?")
         except ImportError:
             versions[name] = None
-    model: dict[str, Any] = {"path": config.model_path}
-    if evaluator._checker is not None:
-        from .cache import model_fingerprint
-
-        checker = evaluator.checker
-        model.update(
-            {
-                "resolved_path": checker.model_path,
-                "sha256": model_fingerprint(checker.model_path),
-                "device": str(checker.device),
-                "dtype": str(checker.dtype),
-                "max_length": checker.max_length,
-                "labels": list(checker.columns),
-            }
-        )
+    model: dict[str, Any] = {"path": config.model_path, **evaluator.model_facts()}
     pairs = counts.get("nli_scored", 0)
     checking = timings["checking_s"]
     return {

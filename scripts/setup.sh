@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${RAGCHECK_VENV:-.venv}"
-EXTRAS="${RAGCHECK_EXTRAS:-ja,onnx,dev}"
+EXTRAS="${RAGCHECK_EXTRAS:-ja,onnx,ray,dev}"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
