@@ -1,0 +1,137 @@
+"""Smoke test for scripts/train_nli.py: one step on a tiny random BERT and fake SNLI data."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from tiny_models import build_nli_model
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "train_nli.py"
+
+PAIRS = (
+    ("A man is playing a guitar on stage.", "A man is playing music.", "entailment"),
+    ("A man is playing a guitar on stage.", "Nobody is playing music.", "contradiction"),
+    ("A man is playing a guitar on stage.", "The man is famous.", "neutral"),
+    ("A dog is in the river.", "A dog is in the water.", "entailment"),
+    ("A dog is in the river.", "A cat is in the river.", "contradiction"),
+    ("A dog is in the river.", "The dog is blue.", "neutral"),
+    ("A woman is in Paris.", "A person is in France.", "entailment"),
+    ("A woman is in Paris.", "No woman is in France.", "contradiction"),
+    ("A woman is in Paris.", "The woman is famous.", "-"),  # no consensus: must be dropped
+)
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("train_nli", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_nli"] = module  # dataclasses resolve annotations via sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_snli(root: Path, repeat: int) -> Path:
+    root.mkdir(parents=True)
+    for name in ("snli_1.0_train_subset.jsonl", "snli_1.0_test.jsonl"):
+        with (root / name).open("w", encoding="utf-8") as fh:
+            for r in range(repeat):
+                for i, (s1, s2, gold) in enumerate(PAIRS):
+                    row = {"captionID": f"c{r}-{i // 3}", "sentence1": s1, "sentence2": s2}
+                    fh.write(json.dumps({**row, "gold_label": gold}) + "\n")
+    return root
+
+
+def _tiny_base(path: Path) -> Path:
+    # Deliberately wrong label names: the script must replace them with the NLI labels.
+    return build_nli_model(path, "bert", id2label={0: "LABEL_A", 1: "LABEL_B", 2: "LABEL_C"})
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    tmp = tmp_path_factory.mktemp("train")
+    base = _tiny_base(tmp / "base")
+    snli = _write_snli(tmp / "snli", repeat=4)
+    out = tmp / "out"
+    module = _load_script()
+    rc = module.main(
+        ["--smoke", "--base", str(base), "--snli-dir", str(snli), "--out", str(out),
+         "--threads", "1", "--max-length", "48"]
+    )  # fmt: skip
+    assert rc == 0
+    return out, json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+
+
+def test_output_loads_offline_with_three_labels(trained: tuple[Path, dict]) -> None:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    out, _ = trained
+    assert not out.with_name(out.name + ".tmp").exists()
+    model = AutoModelForSequenceClassification.from_pretrained(str(out), local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(out), local_files_only=True)
+    assert model.config.id2label == {0: "entailment", 1: "neutral", 2: "contradiction"}
+    assert model.config.label2id == {"entailment": 0, "neutral": 1, "contradiction": 2}
+    assert next(model.parameters()).dtype == torch.float32
+    enc = tokenizer(["A dog is in the river."], ["A cat is in the water."], return_tensors="pt")
+    with torch.inference_mode():
+        probs = model(**enc).logits.softmax(-1)
+    assert probs.shape == (1, 3)
+    assert torch.allclose(probs.sum(-1), torch.ones(1))
+    assert (out / "model.safetensors").is_file()
+
+
+def test_logs_config_and_metrics(trained: tuple[Path, dict]) -> None:
+    out, metrics = trained
+    config = json.loads((out / "training_config.json").read_text(encoding="utf-8"))["config"]
+    assert config["smoke"] is True
+    assert config["max_steps"] == 1
+    assert metrics["total_steps"] == 1
+    # 8 consensus pairs per repeat x 4 repeats; smoke caps test at 16; '-' rows dropped.
+    assert metrics["snli_test_n"] == 16
+    assert 0.0 <= metrics["snli_test_acc"] <= 1.0
+    assert metrics["fp16_max_prob_diff"] < 0.02
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert any("val_acc" in r for r in log)
+    assert log[-1]["event"] == "done"
+
+
+def test_read_snli_drops_no_consensus_and_splits_by_premise(tmp_path: Path) -> None:
+    module = _load_script()
+    snli = _write_snli(tmp_path / "snli", repeat=3)
+    pairs = module.read_snli(snli / "snli_1.0_train_subset.jsonl")
+    assert len(pairs) == 24
+    train, val = module.split_by_group(pairs, n_val=6, seed=1)
+    assert len(train) + len(val) == 24
+    assert not {p.group for p in train} & {p.group for p in val}
+
+
+def test_window_keeps_premise_and_fits(tmp_path: Path) -> None:
+    import random
+
+    module = _load_script()
+    ex = module.Encoded((1, 2, 3), (7, 8), 0)
+    distractors = [(10 + i, 20 + i, 30 + i, 40 + i) for i in range(20)]
+    rng = random.Random(0)
+    for _ in range(50):
+        window = module.windowed_premise(ex, distractors, rng, 2, 8, max_length=24)
+        assert len(window) + len(ex.hypothesis_ids) + 3 <= 24
+        starts = [i for i in range(len(window)) if window[i : i + 3] == (1, 2, 3)]
+        assert starts, window
+
+
+def test_safe_extract_rejects_traversal(tmp_path: Path) -> None:
+    module = _load_script()
+    archive = tmp_path / "evil.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        data = b"x"
+        info = tarfile.TarInfo("../escape.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(RuntimeError, match="unsafe member"):
+        module._safe_extract(archive, tmp_path / "dest")
+    assert not (tmp_path / "escape.txt").exists()
