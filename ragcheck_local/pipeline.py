@@ -104,6 +104,17 @@ class Evaluator:
         self._worker_nli: dict[str, int] = {}
         self._worker_model: dict[str, Any] = {}
         self._claim_cache: Any = None
+        self._prefilter: Any = None
+        if config.prefilter != "off":
+            from .prefilter import Prefilter, PrefilterConfig
+
+            self._prefilter = Prefilter(
+                PrefilterConfig(
+                    mode=config.prefilter,
+                    threshold=config.prefilter_threshold,
+                    device=None if config.device == "auto" else config.device,
+                )
+            )
         self.timer = _Timer()
         self.counts = {"items": 0, "response_claims": 0, "gt_answer_claims": 0, "pairs": 0}
 
@@ -191,6 +202,9 @@ class Evaluator:
             self._plan(it, rc, ac, pairs)
             for it, rc, ac in zip(items, response_claims, answer_claims, strict=True)
         ]
+        if self._prefilter is not None:
+            pairs, plans, skipped = _screen(pairs, plans, self._prefilter.keep)
+            self.counts["prefiltered"] = self.counts.get("prefiltered", 0) + skipped
         t0 = time.perf_counter()
         results = self.checker.check(pairs, progress=self._tick("pairs")) if pairs else []
         self.timer.checking += time.perf_counter() - t0
@@ -395,6 +409,51 @@ class Evaluator:
         return rows
 
 
+def _screen(
+    pairs: list[tuple[str, str]],
+    plans: list[dict[str, Any]],
+    keep: Callable[[Sequence[tuple[str, str]]], list[bool]],
+) -> tuple[list[tuple[str, str]], list[dict[str, Any]], int]:
+    """Drop the chunk → claim pairs ``keep`` rejects (they become Neutral, like empty chunks).
+
+    Answer ↔ response pairs are never screened. Returns the remaining pairs, the plans with
+    indices into them, and how many pairs were dropped.
+    """
+    chunk_checks = (RETRIEVED2RESPONSE, RETRIEVED2ANSWER)
+    candidates = sorted(
+        i
+        for plan in plans
+        for check in chunk_checks
+        for row in plan.get(check, ())
+        for i in row
+        if i is not None
+    )
+    verdicts = keep([pairs[i] for i in candidates])
+    dropped = {i for i, k in zip(candidates, verdicts, strict=True) if not k}
+    if not dropped:
+        return pairs, plans, 0
+    new_index: dict[int, int] = {}
+    kept: list[tuple[str, str]] = []
+    for i, pair in enumerate(pairs):
+        if i not in dropped:
+            new_index[i] = len(kept)
+            kept.append(pair)
+
+    def remap(i: int | None) -> int | None:
+        return None if i is None or i in dropped else new_index[i]
+
+    new_plans = [
+        {
+            check: [[remap(i) for i in row] for row in value]
+            if check in chunk_checks
+            else [new_index[i] for i in value]
+            for check, value in plan.items()
+        }
+        for plan in plans
+    ]
+    return kept, new_plans, len(dropped)
+
+
 def _blocks(items: Iterator[RagItem], size: int) -> Iterator[list[RagItem]]:
     block: list[RagItem] = []
     for item in items:
@@ -513,6 +572,7 @@ def evaluate(
     bars.update("claims", len(done))
     per_item: list[dict[str, float | None]] = [r["metrics"] for r in done]
     mode = "a" if done else "w"
+    paths["checkpoint"].parent.mkdir(parents=True, exist_ok=True)
     with open(paths["checkpoint"], mode, encoding="utf-8") as ck:
         if not done:
             ck.write(dumps_json({"run_key": run_key}, indent=None) + "\n")

@@ -45,7 +45,8 @@ class Row:
     metric: str
     value: float
     n: int
-    pairs_per_s: float
+    pairs_per_s: float | None
+    """Dataset pairs (documents for SummaC) per second; None for the summary row."""
 
 
 def _accuracy(
@@ -172,7 +173,7 @@ def evaluate_model(
                 "balanced accuracy",
                 float(np.mean(summac)),
                 sum(r.n for r in rows if r.name.startswith("SummaC ")),
-                float("nan"),
+                None,
             )
         )
     return rows
@@ -187,7 +188,7 @@ def format_table(rows: Sequence[Row], model: str) -> str:
         "|---|---|---|---|---|",
     ]
     for r in rows:
-        speed = "" if np.isnan(r.pairs_per_s) else f"{r.pairs_per_s:.0f}"
+        speed = "" if r.pairs_per_s is None else f"{r.pairs_per_s:.1f}"
         lines.append(f"| {r.name} | {r.metric} | {100 * r.value:.1f}% | {r.n} | {speed} |")
     return "\n".join(lines)
 

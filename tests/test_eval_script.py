@@ -95,6 +95,7 @@ def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path
     assert rows[1].n == 1  # TEST split only
     assert all(0.0 <= r.value <= 1.0 for r in rows)
     assert any("R2" in line and "absent" in line for line in lines)
+    json.dumps([r.__dict__ for r in rows], allow_nan=False)  # --json output stays valid JSON
     table = module.format_table(rows, "m")
     assert "| SummaC mean | balanced accuracy |" in table
 
