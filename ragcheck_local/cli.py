@@ -123,6 +123,14 @@ def main(verbose: bool) -> None:
 @click.option("--window-overlap", type=int, help="Sentences shared by consecutive windows.")
 @click.option("--backend", type=click.Choice(["torch", "onnx"]))
 @click.option("--compile/--no-compile", "compile_", default=None, help="torch.compile (GPU).")
+@click.option(
+    "--prefilter",
+    type=click.Choice(["off", "lexical", "embedding"]),
+    help="Label clearly unrelated chunk-claim pairs Neutral without the NLI model.",
+)
+@click.option(
+    "--prefilter-threshold", type=float, help="Lexical relevance below which pairs are skipped."
+)
 @click.option("--lang", help="auto | en | ja | ... (spaCy language code).")
 @click.option("--spacy-model", help="Installed spaCy pipeline name or path for sentences.")
 @click.option("--extractor", type=click.Choice(["sentence", "seq2seq"]))

@@ -42,6 +42,9 @@ class EvalConfig:
     window_overlap: int = 1
     backend: str = "torch"
     compile: bool = False
+    prefilter: str = "off"
+    """Relevance screen for chunk → claim checks: off | lexical | embedding."""
+    prefilter_threshold: float = 0.1
     lang: str = "auto"
     spacy_model: str | None = None
     extractor: str = "sentence"
@@ -98,6 +101,9 @@ class EvalConfig:
         g = self.num_gpus_per_actor
         if g is not None and (isinstance(g, bool) or not isinstance(g, int | float) or g < 0):
             raise InputError(f"must be a number >= 0, found {g!r}", field="num_gpus_per_actor")
+        from .prefilter import PrefilterConfig
+
+        PrefilterConfig(mode=self.prefilter, threshold=self.prefilter_threshold).validate()
         if self.shard is not None:
             index, count = self.shard
             if not (count >= 1 and 0 <= index < count):
@@ -122,6 +128,9 @@ def _coerce(name: str, value: Any) -> Any:
         return tuple(str(v) for v in value)
     if name == "column_map" and isinstance(value, Mapping):
         return tuple((str(k), str(v)) for k, v in value.items())
+    if name == "prefilter" and isinstance(value, bool):
+        # YAML 1.1 reads a bare `off` / `on` as a boolean.
+        return "lexical" if value else "off"
     if name == "shard" and isinstance(value, str):
         return parse_shard(value)
     if name == "shard" and isinstance(value, list | tuple):

@@ -2,8 +2,11 @@
 
 A premise longer than the model's input is never truncated silently: it is split into
 sentence-aligned, overlapping token windows that fit next to the claim, and the windows'
-verdicts are combined by :func:`verdicts.combine`. Pairs are scored once per run (dedupe), sorted
-by length and packed into token-budget batches, then restored to input order.
+verdicts are combined by :func:`verdicts.combine`. Pairs are scored once per call (dedupe),
+sorted by length and packed into token-budget batches, then restored to input order. Each
+distinct text is tokenized once and pairs are assembled from its token ids
+(:class:`PairEncoder`), because a chunk is checked against many claims; the model inputs are
+identical to ``tokenizer(premise, claim)``'s.
 """
 
 from __future__ import annotations
@@ -140,6 +143,214 @@ class ProbCache(Protocol):
     def put_many(self, items: Mapping[tuple[str, str], Sequence[float]]) -> None: ...
 
 
+class PairEncoder:
+    """Model inputs for (premise, claim) pairs, identical to ``tokenizer(premise, claim)``.
+
+    Each distinct text is tokenized once and pairs are assembled from the tokenizer's own pair
+    template (special tokens and token types), because a chunk is checked against many claims
+    and a window is checked against every claim of its item. Padding is done in numpy. A
+    tokenizer whose template cannot be derived and verified (slow tokenizers, exotic
+    post-processors) goes through ``tokenizer(...)`` per batch instead; so do pairs longer than
+    ``max_length``, which the tokenizer truncates.
+    """
+
+    def __init__(self, tokenizer: Any, max_length: int) -> None:
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.names = tuple(tokenizer.model_input_names)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad) if pad is not None else 0
+        self.pad_type = int(getattr(tokenizer, "pad_token_type_id", 0) or 0)
+        self.left = getattr(tokenizer, "padding_side", "right") == "left"
+        # Special tokens added to a pair (the template's own count once it is derived).
+        self.n_special = int(tokenizer.num_special_tokens_to_add(pair=True))
+        self._backend: Any = None
+        self._template: _Template | None = None
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if getattr(tokenizer, "is_fast", False) and backend is not None:
+            from tokenizers import Tokenizer
+
+            # A private copy: the tokenizer's own backend carries truncation/padding state
+            # that ``tokenizer(...)`` sets and resets on every call.
+            own = Tokenizer.from_str(backend.to_str())
+            own.no_truncation()
+            own.no_padding()
+            template = _derive_template(own)
+            if template is not None:
+                self._backend, self._template = own, template
+                self.n_special = template.n_special
+                if not self._matches_tokenizer():
+                    logger.info("pair template differs from the tokenizer; using tokenizer()")
+                    self._backend = self._template = None
+
+    @property
+    def fast(self) -> bool:
+        """Whether pairs are assembled from cached token ids (else ``tokenizer(...)``)."""
+        return self._template is not None
+
+    def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Token ids of each text without special tokens."""
+        if not texts:
+            return []
+        if self._backend is not None:
+            encs = self._backend.encode_batch(list(texts), add_special_tokens=False)
+            return [np.asarray(e.ids, dtype=np.int64) for e in encs]
+        ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return [np.asarray(i, dtype=np.int64) for i in ids]
+
+    def pair_length(self, a: np.ndarray, b: np.ndarray) -> int:
+        """Untruncated length of the pair's input."""
+        return len(a) + len(b) + self.n_special
+
+    def batch(
+        self,
+        texts: Sequence[tuple[str, str]],
+        ids: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Padded int64 model inputs for a batch of pairs (``ids`` = their encoded texts)."""
+        t = self._template
+        if t is None or ids is None:
+            return self._tokenizer_batch(texts)
+        rows: list[tuple[np.ndarray, np.ndarray]] = []
+        for (a_text, b_text), (a, b) in zip(texts, ids, strict=True):
+            if len(a) + len(b) + t.n_special > self.max_length:
+                # Over-long claim: let the tokenizer truncate it exactly as it always would.
+                one = self._tokenizer_batch([(a_text, b_text)])
+                row_ids = one["input_ids"][0][one["attention_mask"][0] == 1]
+                row_types = one.get("token_type_ids", np.zeros_like(one["input_ids"]))[0]
+                rows.append((row_ids, row_types[: len(row_ids)]))
+                continue
+            rows.append(
+                (
+                    np.concatenate((t.prefix, a, t.middle, b, t.suffix)),
+                    np.concatenate(
+                        (
+                            t.prefix_types,
+                            np.full(len(a), t.type_a, dtype=np.int64),
+                            t.middle_types,
+                            np.full(len(b), t.type_b, dtype=np.int64),
+                            t.suffix_types,
+                        )
+                    ),
+                )
+            )
+        width = max(len(r[0]) for r in rows)
+        n = len(rows)
+        input_ids = np.full((n, width), self.pad_id, dtype=np.int64)
+        types = np.full((n, width), self.pad_type, dtype=np.int64)
+        mask = np.zeros((n, width), dtype=np.int64)
+        for i, (row_ids, row_types) in enumerate(rows):
+            span = slice(width - len(row_ids), width) if self.left else slice(0, len(row_ids))
+            input_ids[i, span] = row_ids
+            types[i, span] = row_types
+            mask[i, span] = 1
+        out = {"input_ids": input_ids, "token_type_ids": types, "attention_mask": mask}
+        return {k: out[k] for k in self.names if k in out}
+
+    def _tokenizer_batch(self, texts: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+        enc = self.tokenizer(
+            [p for p, _ in texts],
+            [h for _, h in texts],
+            padding=True,
+            truncation="longest_first",
+            max_length=self.max_length,
+            return_tensors="np",
+        )
+        return {k: np.asarray(v, dtype=np.int64) for k, v in enc.items()}
+
+    def _matches_tokenizer(self) -> bool:
+        """Self-check on sample pairs: assembled inputs equal ``tokenizer(...)``'s."""
+        samples = [
+            ("The river flows north. It is long.", "A river flows."),
+            ("x", "The capital of France is Paris, isn't it?"),
+            ("東京は日本の首都です。", "東京は首都。"),
+        ]
+        ours = self.batch(samples, [tuple(self.encode([p, h])) for p, h in samples])
+        ref = self._tokenizer_batch(samples)
+        return ours.keys() == ref.keys() and all(np.array_equal(ours[k], ref[k]) for k in ref)
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A pair template: prefix A middle B suffix, with the token type of each part."""
+
+    prefix: np.ndarray
+    middle: np.ndarray
+    suffix: np.ndarray
+    prefix_types: np.ndarray
+    middle_types: np.ndarray
+    suffix_types: np.ndarray
+    type_a: int
+    type_b: int
+
+    @property
+    def n_special(self) -> int:
+        return len(self.prefix) + len(self.middle) + len(self.suffix)
+
+    def apply(self, a: Sequence[int], b: Sequence[int]) -> tuple[list[int], list[int]]:
+        ids = [*self.prefix.tolist(), *a, *self.middle.tolist(), *b, *self.suffix.tolist()]
+        types = [
+            *self.prefix_types.tolist(),
+            *[self.type_a] * len(a),
+            *self.middle_types.tolist(),
+            *[self.type_b] * len(b),
+            *self.suffix_types.tolist(),
+        ]
+        return ids, types
+
+
+def _derive_template(backend: Any) -> _Template | None:
+    """Read the pair template off the backend's post-processor; None when it is not of the
+    form prefix A middle B suffix (checked on a second sample pair)."""
+    samples = [("first second", "third"), ("alpha", "beta gamma delta")]
+    encoded = [
+        (
+            backend.encode(a, add_special_tokens=False),
+            backend.encode(b, add_special_tokens=False),
+        )
+        for a, b in samples
+    ]
+    if any(not ea.ids or not eb.ids for ea, eb in encoded):
+        return None
+    ea, eb = encoded[0]
+    out = backend.post_process(ea, eb, add_special_tokens=True)
+    ids, types = list(out.ids), list(out.type_ids)
+    la, lb = len(ea.ids), len(eb.ids)
+    template = None
+    for p in range(len(ids) - la - lb + 1):
+        if ids[p : p + la] != ea.ids:
+            continue
+        for m in range(len(ids) - p - la - lb + 1):
+            q = p + la + m
+            if ids[q : q + lb] != eb.ids:
+                continue
+            a_types, b_types = set(types[p : p + la]), set(types[q : q + lb])
+            if len(a_types) != 1 or len(b_types) != 1:
+                continue
+            arr = np.asarray(ids, dtype=np.int64)
+            tarr = np.asarray(types, dtype=np.int64)
+            template = _Template(
+                prefix=arr[:p],
+                middle=arr[p + la : q],
+                suffix=arr[q + lb :],
+                prefix_types=tarr[:p],
+                middle_types=tarr[p + la : q],
+                suffix_types=tarr[q + lb :],
+                type_a=a_types.pop(),
+                type_b=b_types.pop(),
+            )
+            break
+        if template is not None:
+            break
+    if template is None:
+        return None
+    for ea, eb in encoded[1:]:
+        out = backend.post_process(ea, eb, add_special_tokens=True)
+        if template.apply(ea.ids, eb.ids) != (list(out.ids), list(out.type_ids)):
+            return None
+    return template
+
+
 def resolve_model_path(model: str) -> str:
     """A local directory, or a Hugging Face id already in the local cache (never downloaded)."""
     path = Path(model).expanduser()
@@ -192,6 +403,7 @@ class NLIChecker:
         self.two_way = len(self.columns) == 2
         self.max_length = self._max_length(hf_config)
         self.n_special = self.tokenizer.num_special_tokens_to_add(pair=True)
+        self.encoder = PairEncoder(self.tokenizer, self.max_length)
         self._has_offsets = bool(getattr(self.tokenizer, "is_fast", False))
         if sentence_spans is None:
             from .claims import Segmenter
@@ -207,6 +419,8 @@ class NLIChecker:
             "windows": 0,
             "truncated": 0,
             "oom_retries": 0,
+            "tokens": 0,
+            "padded_tokens": 0,
         }
         self._forward: Callable[[dict[str, np.ndarray]], np.ndarray]
         if config.backend == "onnx":
@@ -254,8 +468,7 @@ class NLIChecker:
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load model {self.config.model!r}: {exc}") from None
         model.to(self.device).eval()
-        if self.config.compile:
-            model = torch.compile(model, dynamic=True)
+        # Read the inputs off the plain model: a compiled one's forward is (*args, **kwargs).
         accepted = set(inspect.signature(model.forward).parameters)
         type_vocab = getattr(model.config, "type_vocab_size", 2)
         if type_vocab is not None and type_vocab < 2:
@@ -263,6 +476,8 @@ class NLIChecker:
         self.input_names = tuple(
             n for n in ("input_ids", "attention_mask", "token_type_ids") if n in accepted
         )
+        if self.config.compile:
+            model = torch.compile(model, dynamic=True)
         self.model = model
 
         def forward(enc: dict[str, np.ndarray]) -> np.ndarray:
@@ -278,14 +493,12 @@ class NLIChecker:
         return forward
 
     def _onnx_forward(self) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-        from .onnx_backend import OnnxSequenceClassifier, default_onnx_dir, export_onnx
+        from .onnx_backend import OnnxSequenceClassifier, ensure_onnx
 
-        quantize = self.device.type == "cpu"
-        onnx_dir = default_onnx_dir(self.model_path, quantize)
-        name = "model.int8.onnx" if quantize else "model.onnx"
-        onnx_path = onnx_dir / name
-        if not onnx_path.is_file():
-            onnx_path = export_onnx(self.model_path, onnx_dir, quantize=quantize)
+        # int8 on CPU unless float32 is asked for explicitly: the fp32 graph gives the torch
+        # model's verdicts (exact mode), int8 is faster with near-identical verdicts.
+        quantize = self.device.type == "cpu" and self.config.dtype == "auto"
+        onnx_path = ensure_onnx(self.model_path, quantize=quantize)
         session = OnnxSequenceClassifier(onnx_path)
         self.input_names = tuple(session.input_names)
 
@@ -326,17 +539,12 @@ class NLIChecker:
             batches.append(current)
         return batches
 
-    def _run_batch(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        enc = self.tokenizer(
-            [p for p, _ in pairs],
-            [h for _, h in pairs],
-            padding=True,
-            truncation="longest_first",
-            max_length=self.max_length,
-            return_tensors="np",
-            return_overflowing_tokens=False,
-        )
-        arrays = {k: np.asarray(v, dtype=np.int64) for k, v in enc.items()}
+    def _run_batch(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        ids: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> np.ndarray:
+        arrays = self.encoder.batch(pairs, ids)
         try:
             probs = self._forward(arrays)
         except RuntimeError as exc:
@@ -346,7 +554,12 @@ class NLIChecker:
             self._empty_cache()
             half = len(pairs) // 2
             logger.warning("out of memory on a batch of %d; retrying as two halves", len(pairs))
-            return np.concatenate([self._run_batch(pairs[:half]), self._run_batch(pairs[half:])])
+            first = self._run_batch(pairs[:half], ids[:half] if ids is not None else None)
+            second = self._run_batch(pairs[half:], ids[half:] if ids is not None else None)
+            return np.concatenate([first, second])
+        # Real vs padded tokens fed to the model: how much compute padding costs.
+        self.stats["tokens"] += int(arrays["attention_mask"].sum())
+        self.stats["padded_tokens"] += int(arrays["attention_mask"].size)
         return to_canonical(probs, self.columns)
 
     def _empty_cache(self) -> None:
@@ -366,6 +579,15 @@ class NLIChecker:
         No windowing here: pairs longer than the model's input are truncated (and counted).
         Duplicates are scored once; the cache, when set, is read and filled.
         """
+        return self._score(pairs, None, progress)
+
+    def _score(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        token_ids: Mapping[str, np.ndarray] | None,
+        progress: Callable[[int], None] | None,
+    ) -> np.ndarray:
+        """:meth:`predict_proba`, reusing ``token_ids`` (text → ids) where the caller has them."""
         n = len(pairs)
         out = np.zeros((n, 3), dtype=np.float64)
         if n == 0:
@@ -393,9 +615,11 @@ class NLIChecker:
             if progress is not None and len(keys) > len(todo):
                 progress(len(keys) - len(todo))
         if todo:
-            lengths_p = self._count_tokens([keys[i][0] for i in todo])
-            lengths_h = self._count_tokens([keys[i][1] for i in todo])
-            lengths = [a + b + self.n_special for a, b in zip(lengths_p, lengths_h, strict=True)]
+            ids = dict(token_ids or {})
+            missing = list(dict.fromkeys(t for i in todo for t in keys[i] if t not in ids))
+            ids.update(zip(missing, self.encoder.encode(missing), strict=True))
+            pair_ids = [(ids[keys[i][0]], ids[keys[i][1]]) for i in todo]
+            lengths = [self.encoder.pair_length(a, b) for a, b in pair_ids]
             truncated = sum(1 for n in lengths if n > self.max_length)
             if truncated:
                 # Windows always fit; only claims longer than half the input get here.
@@ -407,7 +631,7 @@ class NLIChecker:
                 )
             for batch in self._batches(lengths):
                 idx = [todo[j] for j in batch]
-                scores[idx] = self._run_batch([keys[i] for i in idx])
+                scores[idx] = self._run_batch([keys[i] for i in idx], [pair_ids[j] for j in batch])
                 if self.cache is not None:
                     self.cache.put_many({cache_keys[i]: tuple(scores[i]) for i in idx})
                 if progress is not None:
@@ -421,8 +645,7 @@ class NLIChecker:
     def windows(self, premise: str, claim_tokens: int) -> list[tuple[int, int]]:
         """Sentence-aligned, overlapping character windows of ``premise`` that fit the model
         next to a claim of ``claim_tokens`` tokens."""
-        budget = self.max_length - self.n_special - _SAFETY_TOKENS - claim_tokens
-        budget = max(budget, self.max_length // 2)
+        budget = self._budget(claim_tokens)
         units = self._units(premise, budget)
         total = sum(n for _, _, n in units)
         if total <= budget:
@@ -440,6 +663,11 @@ class NLIChecker:
                 break
             start = max(start + 1, end - self.config.window_overlap)
         return windows
+
+    def _budget(self, claim_tokens: int) -> int:
+        """Premise tokens that fit next to a claim of ``claim_tokens`` tokens."""
+        budget = self.max_length - self.n_special - _SAFETY_TOKENS - claim_tokens
+        return max(budget, self.max_length // 2)
 
     def _units(self, premise: str, budget: int) -> list[tuple[int, int, int]]:
         """(start, end, tokens) per sentence; sentences over ``budget`` split by tokens."""
@@ -475,12 +703,22 @@ class NLIChecker:
         """Windowed verdicts for (premise, claim) pairs, in input order."""
         if not pairs:
             return []
-        claims = sorted({c for _, c in pairs})
-        claim_len = dict(zip(claims, self._count_tokens(claims), strict=True))
+        # Every distinct text is tokenized once; its ids are reused for all its pairs.
+        claims = list(dict.fromkeys(c for _, c in pairs))
+        token_ids = dict(zip(claims, self.encoder.encode(claims), strict=True))
         longest: dict[str, int] = {}
         for premise, claim in pairs:
-            longest[premise] = max(longest.get(premise, 0), claim_len[claim])
-        premise_windows = {p: self.windows(p, n) for p, n in longest.items()}
+            longest[premise] = max(longest.get(premise, 0), len(token_ids[claim]))
+        premises = list(longest)
+        premise_ids = self.encoder.encode(premises)
+        premise_windows: dict[str, list[tuple[int, int]]] = {}
+        for premise, ids in zip(premises, premise_ids, strict=True):
+            if len(ids) <= self._budget(longest[premise]):
+                # Fits next to its longest claim: one window, no sentence splitting needed.
+                premise_windows[premise] = [(0, len(premise))]
+                token_ids[premise] = ids
+            else:
+                premise_windows[premise] = self.windows(premise, longest[premise])
         flat: list[tuple[str, str]] = []
         owners: list[tuple[int, int]] = []  # (first flat index, window count) per pair
         for premise, claim in pairs:
@@ -488,7 +726,7 @@ class NLIChecker:
             owners.append((len(flat), len(spans)))
             flat.extend((premise[s:e], claim) for s, e in spans)
         self.stats["windows"] += len(flat)
-        probs = self.predict_proba(flat, progress=progress)
+        probs = self._score(flat, token_ids, progress)
         results = []
         for (premise, _), (first, count) in zip(pairs, owners, strict=True):
             parts = [tuple(float(x) for x in row) for row in probs[first : first + count]]

@@ -1,0 +1,125 @@
+"""kill -9 in the middle of a CLI run, then --resume: same bytes as an uninterrupted run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tiny_models import build_nli_model
+
+from ragcheck_local.pipeline import output_paths
+
+ROOT = Path(__file__).resolve().parents[1]
+N_ITEMS = 400
+BLOCK = 4
+
+
+def _write_input(path: Path) -> None:
+    """The memory benchmark's generated JSONL (short items, one chunk each)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_memory", ROOT / "scripts" / "bench_memory.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.write_input(path, N_ITEMS)
+
+
+def _cli(src: Path, out: Path, model: Path, preset: Path, *extra: str) -> subprocess.Popen:
+    cmd = [
+        sys.executable,
+        "-c",
+        "from ragcheck_local.cli import main; main()",
+        "evaluate",
+        "-i",
+        str(src),
+        "-o",
+        str(out),
+        "--nli-model",
+        str(model),
+        "--config",
+        str(preset),
+        "--quiet",
+        *extra,
+    ]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _finished_items(checkpoint: Path) -> int:
+    """Items in the checkpoint's complete block lines (a torn last line does not count)."""
+    lines = checkpoint.read_bytes().split(b"\n")[1:]
+    n = 0
+    for raw in lines:
+        try:
+            n += len(json.loads(raw)["results"])
+        except (ValueError, KeyError):
+            break
+    return n
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    model = build_nli_model(tmp_path / "model", "bert", max_length=64)
+    src = tmp_path / "in.jsonl"
+    _write_input(src)
+    preset = tmp_path / "preset.yaml"
+    preset.write_text(
+        f"device: cpu\nlang: en\nblock_size: {BLOCK}\nbatch_size: 16\n", encoding="utf-8"
+    )
+    killed_out = tmp_path / "killed" / "out.json"
+    ref_out = tmp_path / "ref" / "out.json"
+    killed_out.parent.mkdir()
+    ref_out.parent.mkdir()
+    checkpoint = output_paths(killed_out)["checkpoint"]
+
+    reference = _cli(src, ref_out, model, preset)
+    victim = _cli(src, killed_out, model, preset)
+    deadline = time.monotonic() + 120
+    # header + at least two finished blocks, then kill -9 wherever it is
+    while _lines(checkpoint) < 3 and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if victim.poll() is not None:
+        pytest.fail(f"run ended before it could be killed: {victim.communicate()[1][-2000:]}")
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert victim.returncode == -signal.SIGKILL
+    assert not killed_out.exists(), "an interrupted run must not leave a final output"
+    finished = _finished_items(checkpoint)
+    assert 0 < finished < N_ITEMS
+
+    resumed = _cli(src, killed_out, model, preset, "--resume")
+    _, err = resumed.communicate(timeout=180)
+    assert resumed.returncode == 0, err[-2000:]
+    _, err = reference.communicate(timeout=180)
+    assert reference.returncode == 0, err[-2000:]
+
+    assert killed_out.read_bytes() == ref_out.read_bytes()
+    claims = output_paths(killed_out)["claims"], output_paths(ref_out)["claims"]
+    assert claims[0].read_bytes() == claims[1].read_bytes()
+    assert not checkpoint.exists()
+    manifest = json.loads(output_paths(killed_out)["manifest"].read_text(encoding="utf-8"))
+    ref_manifest = json.loads(output_paths(ref_out)["manifest"].read_text(encoding="utf-8"))
+    counts = manifest["counts"]
+    assert counts["resumed"] == finished  # finished items were read back, not redone
+    assert counts["items"] == N_ITEMS
+    assert ref_manifest["counts"]["resumed"] == 0
+    assert counts["pairs"] < ref_manifest["counts"]["pairs"]  # only the rest was checked
