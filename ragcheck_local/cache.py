@@ -408,3 +408,32 @@ class ClaimCache(_SqliteStore):
 def _is_int(value: object) -> bool:
     # bool is an int subclass but never a valid offset.
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+class MemoryCache:
+    """In-process, size-bounded stand-in for :class:`NLICache` (same get_many/put_many).
+
+    The NLI checker uses it when no cache file is given, so that a (premise, claim) pair that
+    occurs in two blocks of one run is scored once; the oldest entries go first when full.
+    """
+
+    def __init__(self, max_entries: int = 500_000) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self.max_entries = max_entries
+        self._data: dict[tuple[str, str], tuple[float, float, float]] = {}
+
+    def get_many(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[float, float, float]]:
+        """Cached probabilities for the keys present."""
+        return {k: self._data[k] for k in keys if k in self._data}
+
+    def put_many(self, items: Mapping[tuple[str, str], Sequence[float]]) -> None:
+        """Store probabilities, evicting the oldest entries beyond ``max_entries``."""
+        for key, probs in items.items():
+            self._data[key] = (float(probs[0]), float(probs[1]), float(probs[2]))
+        overflow = len(self._data) - self.max_entries
+        if overflow > 0:
+            for key in list(self._data)[:overflow]:  # dicts keep insertion order
+                del self._data[key]

@@ -410,6 +410,11 @@ class NLIChecker:
 
             sentence_spans = Segmenter("auto").sentence_spans
         self._sentence_spans = sentence_spans
+        if cache is None:
+            from .cache import MemoryCache
+
+            # Dedupe across the whole run, not only within one block of items.
+            cache = MemoryCache()
         self.cache = cache
         self.stats = {
             "pairs": 0,

@@ -491,33 +491,37 @@ def _run_key(config: EvalConfig, input_path: Path) -> str:
     return h.hexdigest()[:32]
 
 
-def _read_checkpoint(path: Path, key: str) -> list[dict[str, Any]]:
-    """Finished results from a checkpoint (one line per finished block).
+def _read_checkpoint(path: Path, key: str) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+    """``(query_id, metrics)`` of the finished items in a checkpoint (one line per finished
+    block) and the byte length of its valid part.
 
     A torn last line (kill -9 mid-write) is dropped, so resumed blocks line up with the blocks
-    of an uninterrupted run.
+    of an uninterrupted run. Only ids and metrics are kept: the results stay on disk.
     """
+    done: list[tuple[str, dict[str, Any]]] = []
     if not path.is_file():
-        return []
-    done: list[dict[str, Any]] = []
+        return done, 0
     with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
-    header, body = lines[0], lines[1:]
-    try:
-        meta = json.loads(header)
-    except json.JSONDecodeError:
-        meta = {}
-    if meta.get("run_key") != key:
-        logger.warning("checkpoint %s belongs to another run; starting afresh", path)
-        return []
-    for raw in body:
-        if not raw.strip():
-            continue
+        header = fh.readline()
         try:
-            done.extend(json.loads(raw)["results"])
-        except (json.JSONDecodeError, KeyError, TypeError):
-            break  # torn write at the crash point; everything after it is redone
-    return done
+            meta = json.loads(header)
+        except json.JSONDecodeError:
+            meta = {}
+        if not isinstance(meta, dict) or meta.get("run_key") != key:
+            logger.warning("checkpoint %s belongs to another run; starting afresh", path)
+            return done, 0
+        valid = len(header)
+        for raw in fh:  # streamed: one finished block per line
+            if not raw.endswith(b"\n"):
+                break  # torn write at the crash point; everything after it is redone
+            try:
+                results = json.loads(raw)["results"]
+                finished = [(r["query_id"], r["metrics"]) for r in results]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                break
+            done.extend(finished)
+            valid += len(raw)
+    return done, valid
 
 
 def evaluate(
@@ -564,13 +568,13 @@ def evaluate(
         raise InputError("no records found", record=str(input_path))
 
     run_key = _run_key(config, input_path)
-    done = _read_checkpoint(paths["checkpoint"], run_key) if config.resume else []
-    done_ids = {r["query_id"] for r in done}
+    done, valid_bytes = _read_checkpoint(paths["checkpoint"], run_key) if config.resume else ([], 0)
+    done_ids = {qid for qid, _ in done}
 
     bars = _Progress(enabled=config.progress, n_items=n_items)
     evaluator = Evaluator(config, progress=bars.update)
     bars.update("claims", len(done))
-    per_item: list[dict[str, float | None]] = [r["metrics"] for r in done]
+    per_item: list[dict[str, float | None]] = [metrics for _, metrics in done]
     mode = "a" if done else "w"
     paths["checkpoint"].parent.mkdir(parents=True, exist_ok=True)
     with open(paths["checkpoint"], mode, encoding="utf-8") as ck:
@@ -579,7 +583,7 @@ def evaluate(
         else:
             # Cut a torn tail so appended lines start on a fresh line.
             ck.seek(0, os.SEEK_END)
-            ck.truncate(_good_prefix_length(paths["checkpoint"]))
+            ck.truncate(valid_bytes)
         pending = (it for it in stream() if it.query_id not in done_ids)
         for results in _evaluate_blocks(evaluator, _blocks(pending, config.block_size)):
             ck.write(dumps_json({"results": results}, indent=None) + "\n")
@@ -611,21 +615,6 @@ def evaluate(
         timings=timings,
         rejected=tuple(rejected),
     )
-
-
-def _good_prefix_length(path: Path) -> int:
-    data = path.read_bytes()
-    end = len(data)
-    while True:
-        cut = data.rfind(b"\n", 0, end)
-        if cut < 0:
-            return 0
-        line = data[data.rfind(b"\n", 0, cut) + 1 : cut]
-        try:
-            json.loads(line)
-            return cut + 1
-        except json.JSONDecodeError:
-            end = cut
 
 
 def _iter_checkpoint(path: Path) -> Iterator[dict[str, Any]]:

@@ -275,3 +275,27 @@ def test_bad_device_and_missing_model(tiny_bert: Path, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelError, match=r"config\.json"):
         NLIChecker(NLIConfig(model=str(tmp_path / "empty"), device="cpu"))
+
+
+def test_pairs_repeated_across_calls_are_scored_once(lexical_model: Path) -> None:
+    checker = NLIChecker(NLIConfig(model=str(lexical_model), device="cpu"))
+    pair = [("the dog is blue.", "the dog is blue.")]
+    first = checker.check(pair)
+    calls = checker.forward_calls
+    second = checker.check(pair)  # e.g. the same chunk and claim in a later block
+    assert checker.forward_calls == calls
+    assert first == second
+    assert checker.stats["scored"] == 1
+
+
+def test_memory_cache_is_bounded() -> None:
+    from ragcheck_local.cache import MemoryCache
+
+    cache = MemoryCache(max_entries=2)
+    cache.put_many({("a", "1"): (1, 0, 0), ("b", "1"): (0, 1, 0), ("c", "1"): (0, 0, 1)})
+    assert cache.get_many([("a", "1"), ("b", "1"), ("c", "1")]) == {
+        ("b", "1"): (0.0, 1.0, 0.0),
+        ("c", "1"): (0.0, 0.0, 1.0),
+    }
+    with pytest.raises(ValueError):
+        MemoryCache(max_entries=0)
