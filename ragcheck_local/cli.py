@@ -266,27 +266,46 @@ def _is_markdown(path: str) -> bool:
 
 @main.command()
 @click.argument("input_path", type=click.Path(dir_okay=False))
-@click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
 @click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["html", "md"]),
-    help="Report format (default: md for a .md output, else html).",
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    help="Write the self-contained HTML report here.",
+)
+@click.option(
+    "--md", "md_path", type=click.Path(dir_okay=False), help="Write the Markdown report here."
+)
+@click.option(
+    "--output",
+    "-o",
+    "output_path",
+    type=click.Path(dir_okay=False),
+    help="One report, format from the suffix (.md = Markdown, else HTML).",
 )
 @click.option("--lang", type=click.Choice(["en", "ja"]), default="en", show_default=True)
 @click.option("--title", help="Report title (default: a generic one).")
 def report(
-    input_path: str, output_path: str, fmt: str | None, lang: str, title: str | None
+    input_path: str,
+    html_path: str | None,
+    md_path: str | None,
+    output_path: str | None,
+    lang: str,
+    title: str | None,
 ) -> None:
-    """Render an output file (ours or RAGChecker's) as an offline HTML or Markdown report."""
+    """Render an output file (ours or RAGChecker's) as an offline HTML and/or Markdown report."""
     from .io import write_text
     from .report import build_html, build_markdown, load_output
 
+    targets = [(p, build_html) for p in (html_path,) if p]
+    targets += [(p, build_markdown) for p in (md_path,) if p]
+    if output_path:
+        targets.append((output_path, build_markdown if _is_markdown(output_path) else build_html))
+    if not targets:
+        raise click.UsageError("give --html PATH and/or --md PATH (or -o PATH)")
     data = load_output(input_path)
-    fmt = fmt or ("md" if _is_markdown(output_path) else "html")
-    build = build_markdown if fmt == "md" else build_html
-    write_text(output_path, build(data, lang=lang, title=title))
-    click.echo(f"report: {output_path}")
+    for path, build in targets:
+        write_text(path, build(data, lang=lang, title=title))
+        click.echo(f"report: {path}")
 
 
 @main.command()
@@ -295,6 +314,7 @@ def report(
 @click.option(
     "--output",
     "-o",
+    "--html",
     "output_path",
     type=click.Path(dir_okay=False),
     help="Also write the comparison as HTML (or Markdown for a .md path).",

@@ -183,3 +183,6 @@ def test_cli_compare_command(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "+5.0" in done.output and "Claim one." in done.output
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    html2 = out.with_name("c2.html")
+    done = CliRunner().invoke(main, ["compare", str(a), str(b), "--html", str(html2)])
+    assert done.exit_code == 0 and html2.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

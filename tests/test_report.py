@@ -419,6 +419,29 @@ def test_cli_report_command(tmp_path: Path) -> None:
     assert (tmp_path / "r.md").read_text(encoding="utf-8").startswith("# RAG診断レポート")
     done = runner.invoke(main, ["report", str(src), "-o", str(tmp_path / "r.html")])
     assert done.exit_code == 0 and external_refs((tmp_path / "r.html").read_text()) == []
+    done = runner.invoke(
+        main,
+        [
+            "report",
+            str(src),
+            "--html",
+            str(tmp_path / "a.html"),
+            "--md",
+            str(tmp_path / "a.md"),
+            "--lang",
+            "en",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert (
+        (tmp_path / "a.html")
+        .read_text(encoding="utf-8")
+        .lstrip()
+        .lower()
+        .startswith("<!doctype html")
+    )
+    assert (tmp_path / "a.md").read_text(encoding="utf-8").startswith("# ")
+    assert runner.invoke(main, ["report", str(src)]).exit_code == 2  # nothing to write
     bad = write(tmp_path / "bad.json", {"results": [{"query_id": "x", "metrics": {"f1": 5}}]})
     done = runner.invoke(main, ["report", str(bad), "-o", str(tmp_path / "b.html")])
     assert done.exit_code == 2 and "metrics.f1" in done.output
