@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+_MAX_SHOWN = 80
+
+
+def show_value(value: Any) -> str:
+    """Short repr of a bad value for error messages (long values are cut with "...")."""
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
 
 class RagcheckError(Exception):
     """Base class for errors ragcheck_local raises on purpose (exit code 1)."""

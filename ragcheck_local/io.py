@@ -18,20 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import InputError
+from .errors import InputError, show_value
 from .records import Chunk, RagItem, Rejected
 
 logger = logging.getLogger(__name__)
 
 FIELDS = ("query_id", "query", "gt_answer", "response", "retrieved_context")
 FORMATS = ("auto", "ragchecker", "jsonl", "parquet", "csv", "json-table")
-_MAX_SHOWN = 80
-
-
-def _show(value: Any) -> str:
-    """Short repr of a bad value for error messages."""
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
 def parse_column_map(spec: str | Iterable[str] | None) -> dict[str, str]:
@@ -116,7 +109,7 @@ def _iter_ragchecker(path: Path) -> Iterator[tuple[str, Any]]:
     if isinstance(data, Mapping):
         if "results" not in data:
             raise InputError(
-                f"expected a top-level 'results' list, found keys {_show(sorted(data))}",
+                f"expected a top-level 'results' list, found keys {show_value(sorted(data))}",
                 record=path.name,
                 field="results",
             )
@@ -179,7 +172,7 @@ def iter_raw(path: str | Path, fmt: str = "auto") -> Iterator[tuple[str, Any]]:
 def _as_id(value: Any, where: str, field: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(
-            f"expected a string, found {type(value).__name__} {_show(value)}",
+            f"expected a string, found {type(value).__name__} {show_value(value)}",
             record=where,
             field=field,
         )
@@ -194,12 +187,12 @@ def _as_text(value: Any, where: str, field: str, *, allow_empty: bool) -> str:
         return ""
     if not isinstance(value, str):
         raise InputError(
-            f"expected a string, found {type(value).__name__} {_show(value)}",
+            f"expected a string, found {type(value).__name__} {show_value(value)}",
             record=where,
             field=field,
         )
     if not allow_empty and not value.strip():
-        raise InputError(f"must not be empty, found {_show(value)}", record=where, field=field)
+        raise InputError(f"must not be empty, found {show_value(value)}", record=where, field=field)
     return value
 
 
@@ -213,13 +206,13 @@ def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
             value = json.loads(value)
         except json.JSONDecodeError:
             raise InputError(
-                f"expected a list of {{doc_id, text}} (or its JSON), found {_show(value)}",
+                f"expected a list of {{doc_id, text}} (or its JSON), found {show_value(value)}",
                 record=where,
                 field=field,
             ) from None
     if not isinstance(value, list):
         raise InputError(
-            f"expected a list, found {type(value).__name__} {_show(value)}",
+            f"expected a list, found {type(value).__name__} {show_value(value)}",
             record=where,
             field=field,
         )
@@ -231,7 +224,7 @@ def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
             continue
         if not isinstance(raw, Mapping):
             raise InputError(
-                f"expected an object with doc_id and text, found {_show(raw)}",
+                f"expected an object with doc_id and text, found {show_value(raw)}",
                 record=where,
                 field=sub,
             )
@@ -260,7 +253,7 @@ def validate_record(raw: Any, locator: str, column_map: Mapping[str, str] | None
         raise InputError(raw.reason, record=locator, field=raw.field)
     if not isinstance(raw, Mapping):
         raise InputError(
-            f"expected an object, found {type(raw).__name__} {_show(raw)}", record=locator
+            f"expected an object, found {type(raw).__name__} {show_value(raw)}", record=locator
         )
     if column_map:
         raw = {column_map.get(key, key): value for key, value in raw.items()}

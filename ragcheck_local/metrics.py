@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, show_value
 from .records import CONTRADICTION, ENTAILMENT, VERDICTS
 
 PRECISION = "precision"
@@ -151,17 +151,10 @@ REQUIREMENTS: dict[str, frozenset[str]] = {
 """Checking matrices each metric needs (RAGChecker's ``METRIC_REQUIREMENTS`` plus extras)."""
 
 _KNOWN = ALL_METRICS + EXTRA_METRICS
-_MAX_SHOWN = 80
 
 
 class MetricsInputError(InputError, ValueError):
     """Bad input to the metrics module: an InputError (CLI exit 2) that is also a ValueError."""
-
-
-def _show(value: Any) -> str:
-    """Short repr of a bad value for error messages."""
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
 def _check_names(metrics: Iterable[str]) -> tuple[str, ...]:
@@ -170,7 +163,7 @@ def _check_names(metrics: Iterable[str]) -> tuple[str, ...]:
     for name in names:
         if name not in REQUIREMENTS:
             raise MetricsInputError(
-                f"unknown metric {_show(name)}; valid metrics: {', '.join(_KNOWN)}",
+                f"unknown metric {show_value(name)}; valid metrics: {', '.join(_KNOWN)}",
                 field="metrics",
             )
     return names
@@ -197,7 +190,7 @@ def resolve_metrics(names: Iterable[str]) -> tuple[str, ...]:
         else:
             valid = (*_KNOWN, *METRIC_GROUPS, *_GROUP_ALIASES)
             raise MetricsInputError(
-                f"unknown metric or group {_show(name)}; valid names: {', '.join(valid)}",
+                f"unknown metric or group {show_value(name)}; valid names: {', '.join(valid)}",
                 field="metrics",
             )
     return tuple(m for m in _KNOWN if m in chosen)
@@ -220,7 +213,9 @@ def _as_tuple(value: Any, record: str | None, field: str) -> tuple[Any, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(value)
     raise MetricsInputError(
-        f"expected a list, got {type(value).__name__} {_show(value)}", record=record, field=field
+        f"expected a list, got {type(value).__name__} {show_value(value)}",
+        record=record,
+        field=field,
     )
 
 
@@ -229,7 +224,7 @@ def _verdict_row(value: Any, record: str | None, field: str) -> Row:
     for i, verdict in enumerate(row):
         if not isinstance(verdict, str) or verdict not in VERDICTS:
             raise MetricsInputError(
-                f"unknown verdict {_show(verdict)} at index {i}; expected one of "
+                f"unknown verdict {show_value(verdict)} at index {i}; expected one of "
                 f"{', '.join(VERDICTS)}",
                 record=record,
                 field=field,
@@ -324,7 +319,7 @@ def _claim_count(result: Mapping[str, Any], field: str, record: str) -> int | No
         )
         if not ok:
             raise MetricsInputError(
-                f"claim {i} must be a string or a list of strings, got {_show(claim)}",
+                f"claim {i} must be a string or a list of strings, got {show_value(claim)}",
                 record=record,
                 field=field,
             )
@@ -363,7 +358,7 @@ class CheckingMatrices:
         """
         if not isinstance(result, Mapping):
             raise MetricsInputError(
-                f"a result must be an object, got {type(result).__name__} {_show(result)}"
+                f"a result must be an object, got {type(result).__name__} {show_value(result)}"
             )
         record = str(result.get("query_id", "?"))
         four = _read_matrices(result, record)
@@ -544,7 +539,7 @@ _ITEM_FUNCS: dict[str, Callable[[CheckingMatrices, bool], float | None]] = {
 def _check_policy(empty_policy: str) -> None:
     if empty_policy not in EMPTY_POLICIES:
         raise MetricsInputError(
-            f"unknown empty_policy {_show(empty_policy)}; expected one of "
+            f"unknown empty_policy {show_value(empty_policy)}; expected one of "
             f"{', '.join(EMPTY_POLICIES)}",
             field="empty_policy",
         )
@@ -580,7 +575,7 @@ def _item_value(item: Mapping[str, float | None], metric: str, index: int) -> fl
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise MetricsInputError(
-            f"item {index} has a non-numeric value {_show(value)} for {metric!r}", field=metric
+            f"item {index} has a non-numeric value {show_value(value)} for {metric!r}", field=metric
         )
     return float(value)
 

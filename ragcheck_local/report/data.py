@@ -27,17 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, show_value
 from ..io import load_json
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS, Chunk
 from .meta import GROUPS, METRICS, info
-
-_MAX_SHOWN = 80
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -99,7 +92,7 @@ def claim_text(claim: Any, *, record: str, field: str) -> str:
     if isinstance(claim, (list, tuple)) and all(isinstance(part, str) for part in claim):
         return " ".join(part.strip() for part in claim if part.strip())
     raise InputError(
-        f"a claim must be a string or a list of strings, found {_show(claim)}",
+        f"a claim must be a string or a list of strings, found {show_value(claim)}",
         record=record,
         field=field,
     )
@@ -123,7 +116,7 @@ def _number(value: Any, *, top: float, record: str | None, field: str) -> float 
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(
-            f"expected a number or null, found {_show(value)}", record=record, field=field
+            f"expected a number or null, found {show_value(value)}", record=record, field=field
         )
     value = float(value)
     if math.isnan(value):
@@ -140,7 +133,7 @@ def _text(raw: Mapping[str, Any], key: str, record: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise InputError(f"expected a string, found {_show(value)}", record=record, field=key)
+        raise InputError(f"expected a string, found {show_value(value)}", record=record, field=key)
     return value
 
 
@@ -149,14 +142,14 @@ def _list(raw: Mapping[str, Any], key: str, record: str) -> list[Any] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise InputError(f"expected a list, found {_show(value)}", record=record, field=key)
+        raise InputError(f"expected a list, found {show_value(value)}", record=record, field=key)
     return value
 
 
 def _verdict(value: Any, record: str, field: str) -> str:
     if value not in VERDICTS:
         raise InputError(
-            f"expected one of {', '.join(VERDICTS)}, found {_show(value)}",
+            f"expected one of {', '.join(VERDICTS)}, found {show_value(value)}",
             record=record,
             field=field,
         )
@@ -169,14 +162,14 @@ def _chunks(raw: Mapping[str, Any], record: str) -> tuple[Chunk, ...]:
         field = f"retrieved_context[{i}]"
         if not isinstance(chunk, Mapping):
             raise InputError(
-                f"expected an object, found {_show(chunk)}", record=record, field=field
+                f"expected an object, found {show_value(chunk)}", record=record, field=field
             )
         doc_id = chunk.get("doc_id", f"#{i}")
         if isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-            raise InputError(f"bad doc_id {_show(doc_id)}", record=record, field=field)
+            raise InputError(f"bad doc_id {show_value(doc_id)}", record=record, field=field)
         text = chunk.get("text", "")
         if not isinstance(text, str):
-            raise InputError(f"bad text {_show(text)}", record=record, field=field)
+            raise InputError(f"bad text {show_value(text)}", record=record, field=field)
         chunks.append(Chunk(str(doc_id), text))
     return tuple(chunks)
 
@@ -193,7 +186,7 @@ def _matrix(
     for r, row in enumerate(value):
         if not isinstance(row, list) or len(row) != cols:
             raise InputError(
-                f"row {r} must list one verdict per chunk ({cols}), found {_show(row)}",
+                f"row {r} must list one verdict per chunk ({cols}), found {show_value(row)}",
                 record=record,
                 field=key,
             )
@@ -274,7 +267,7 @@ def _details(
         return None
     if not isinstance(details, Mapping):
         raise InputError(
-            f"expected an object, found {_show(details)}", record=record, field="claim_details"
+            f"expected an object, found {show_value(details)}", record=record, field="claim_details"
         )
     entries = details.get(side)
     if entries is None:
@@ -285,18 +278,20 @@ def _details(
     for i, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
             raise InputError(
-                f"expected an object, found {_show(entry)}", record=record, field=f"{field}[{i}]"
+                f"expected an object, found {show_value(entry)}",
+                record=record,
+                field=f"{field}[{i}]",
             )
     return entries
 
 
 def _query(raw: Any, index: int) -> QueryView:
     if not isinstance(raw, Mapping):
-        raise InputError(f"expected an object, found {_show(raw)}", record=f"results[{index}]")
+        raise InputError(f"expected an object, found {show_value(raw)}", record=f"results[{index}]")
     query_id = raw.get("query_id", str(index))
     if isinstance(query_id, bool) or not isinstance(query_id, (str, int)):
         raise InputError(
-            f"bad query_id {_show(query_id)}", record=f"results[{index}]", field="query_id"
+            f"bad query_id {show_value(query_id)}", record=f"results[{index}]", field="query_id"
         )
     record = str(query_id)
     chunks = _chunks(raw, record)
@@ -305,7 +300,7 @@ def _query(raw: Any, index: int) -> QueryView:
     metrics_raw = raw.get("metrics") or {}
     if not isinstance(metrics_raw, Mapping):
         raise InputError(
-            f"expected an object, found {_show(metrics_raw)}", record=record, field="metrics"
+            f"expected an object, found {show_value(metrics_raw)}", record=record, field="metrics"
         )
     metrics = {}
     for name, value in metrics_raw.items():
@@ -333,11 +328,13 @@ def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise InputError(f"expected an object, found {_show(raw)}", field="metrics")
+        raise InputError(f"expected an object, found {show_value(raw)}", field="metrics")
     out: dict[str, tuple[str, float | None]] = {}
     for group, values in raw.items():
         if not isinstance(values, Mapping):
-            raise InputError(f"expected an object, found {_show(values)}", field=f"metrics.{group}")
+            raise InputError(
+                f"expected an object, found {show_value(values)}", field=f"metrics.{group}"
+            )
         for name, value in values.items():
             out[str(name)] = (
                 str(group),
@@ -349,11 +346,11 @@ def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:
 def prepare(data: Mapping[str, Any]) -> ReportData:
     """Validate an output object and build the views every renderer uses."""
     if not isinstance(data, Mapping):
-        raise InputError(f"expected a JSON object, found {_show(data)}")
+        raise InputError(f"expected a JSON object, found {show_value(data)}")
     results = data.get("results")
     if not isinstance(results, list):
         raise InputError(
-            f"expected a list of result records, found {_show(results)}",
+            f"expected a list of result records, found {show_value(results)}",
             field="results",
         )
     queries = tuple(_query(raw, i) for i, raw in enumerate(results))
