@@ -165,6 +165,11 @@ def main(verbose: bool) -> None:
 @click.option("--ray-address", help="Ray cluster to join, e.g. auto (default: $RAY_ADDRESS/local).")
 @click.option("--num-actors", type=int, help="NLI actors (--engine ray; default: one per GPU).")
 @click.option("--num-gpus-per-actor", type=float, help="GPUs per NLI actor (--engine ray).")
+@click.option(
+    "--devices",
+    help="One worker process per device, e.g. cuda:0,cuda:1 (default auto: every GPU when "
+    "several are visible).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--extractor_name", "--checker_name", "ignored", multiple=True, hidden=True)
 @click.option(

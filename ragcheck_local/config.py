@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from .device import parse_devices
 from .errors import InputError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -16,7 +17,7 @@ CONFIG_DIR = PROJECT_ROOT / "configs"
 DEFAULT_MODEL_NAME = "ragcheck-nli-minilm-l6"
 MODEL_ENV = "RAGCHECK_LOCAL_MODEL"
 ENGINES = ("local", "ray")
-ENGINE_SETTINGS = ("engine", "ray_address", "num_actors", "num_gpus_per_actor")
+ENGINE_SETTINGS = ("engine", "ray_address", "num_actors", "num_gpus_per_actor", "devices")
 """Settings that choose where a run executes, never what it computes."""
 
 
@@ -63,6 +64,8 @@ class EvalConfig:
     ray_address: str | None = None
     num_actors: int | None = None
     num_gpus_per_actor: float | None = None
+    devices: tuple[str, ...] | None = None
+    """Local engine: one worker process per listed device; None = one per GPU when several."""
 
     @property
     def model_path(self) -> str:
@@ -101,6 +104,8 @@ class EvalConfig:
         g = self.num_gpus_per_actor
         if g is not None and (isinstance(g, bool) or not isinstance(g, int | float) or g < 0):
             raise InputError(f"must be a number >= 0, found {g!r}", field="num_gpus_per_actor")
+        if self.devices is not None:
+            parse_devices(self.devices)
         from .prefilter import PrefilterConfig
 
         PrefilterConfig(mode=self.prefilter, threshold=self.prefilter_threshold).validate()
@@ -131,6 +136,8 @@ def _coerce(name: str, value: Any) -> Any:
     if name == "prefilter" and isinstance(value, bool):
         # YAML 1.1 reads a bare `off` / `on` as a boolean.
         return "lexical" if value else "off"
+    if name == "devices" and isinstance(value, str | list | tuple):
+        return parse_devices(value)
     if name == "shard" and isinstance(value, str):
         return parse_shard(value)
     if name == "shard" and isinstance(value, list | tuple):

@@ -38,6 +38,7 @@ from .metrics import (
 )
 from .records import NEUTRAL, Claim, RagItem, Rejected
 from .verdicts import combine
+from .workers import worker_devices
 
 logger = logging.getLogger(__name__)
 
@@ -473,6 +474,11 @@ def _evaluate_blocks(
         from .ray_engine import evaluate_blocks  # optional dependency: imported on demand
 
         return evaluate_blocks(evaluator, blocks)
+    devices = worker_devices(evaluator.config)
+    if devices:
+        from .workers import evaluate_blocks as on_devices
+
+        return on_devices(evaluator, blocks, devices)
     return (evaluator.evaluate_block(block) for block in blocks)
 
 
@@ -763,7 +769,10 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
                 if name not in names:
                     names.append(name)
             results.append(result)
-        rejected.extend(data.get("rejected") or [])
+        for row in data.get("rejected") or []:
+            # Every shard validates the whole input, so each lists every rejected record.
+            if row not in rejected:
+                rejected.append(row)
     per_item = []
     for result in results:
         values = result.get("metrics") or {}

@@ -28,23 +28,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import errors
 from .config import EvalConfig
 from .errors import RagcheckError
 from .io import item_to_dict, validate_record
 from .records import Claim, RagItem
+from .workers import WORKER_ENV, add_stats, delta, encode_error, raise_error, snapshot
 
 logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'ragcheck_local[ray]'"
-# Workers must never reach the network either, whatever the cluster's environment says.
-WORKER_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-}
 
 
 def import_ray() -> Any:
@@ -161,63 +153,6 @@ def _task_evaluator(factory: Callable[[EvalConfig], Any], config: EvalConfig) ->
     return factory(config)
 
 
-def _snapshot(evaluator: Any) -> dict[str, Any]:
-    return {
-        "counts": dict(evaluator.counts),
-        "extraction_s": evaluator.timer.extraction,
-        "checking_s": evaluator.timer.checking,
-        "nli": evaluator.nli_stats(),
-    }
-
-
-def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What happened between two snapshots of one evaluator."""
-    out: dict[str, Any] = {}
-    for key in ("counts", "nli"):
-        out[key] = {k: v - before[key].get(k, 0) for k, v in after[key].items()}
-    for key in ("extraction_s", "checking_s"):
-        out[key] = after[key] - before[key]
-    return out
-
-
-def _add(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Sum two deltas (the task's extraction and the actor's checks for one block)."""
-    out = dict(a)
-    for key, value in b.items():
-        if isinstance(value, dict):
-            merged = dict(out.get(key, {}))
-            for k, v in value.items():
-                merged[k] = merged.get(k, 0) + v
-            out[key] = merged
-        else:
-            out[key] = out.get(key, 0) + value
-    return out
-
-
-def _encode_error(exc: RagcheckError) -> str:
-    """Our own errors travel as data: Ray would only hand the driver their traceback text."""
-    return json.dumps(
-        {
-            "class": type(exc).__name__,
-            "message": getattr(exc, "reason", str(exc)),
-            "record": getattr(exc, "record", None),
-            "field": getattr(exc, "field", None),
-        },
-        ensure_ascii=False,
-    )
-
-
-def _raise_error(text: str) -> None:
-    """Re-raise a worker's error in the driver as the same class with the same message."""
-    data = json.loads(text)
-    cls = getattr(errors, data["class"], RagcheckError)
-    if not (isinstance(cls, type) and issubclass(cls, RagcheckError)):
-        cls = RagcheckError
-    if issubclass(cls, errors.InputError):
-        raise cls(data["message"], record=data["record"], field=data["field"])
-    raise cls(data["message"])
-
-
 def extract_batch(
     batch: dict[str, Any], factory: Callable[[EvalConfig], Any], config: EvalConfig
 ) -> dict[str, Any]:
@@ -227,16 +162,16 @@ def extract_batch(
     evaluator = _task_evaluator(factory, config)
     claims, stats, failures = [], [], []
     for block, items_json in zip(batch["block"], batch["items"], strict=True):
-        before = _snapshot(evaluator)
+        before = snapshot(evaluator)
         try:
             extracted = evaluator.extract(_decode_items(str(items_json), int(block)))
         except RagcheckError as exc:
             claims.append("")
-            failures.append(_encode_error(exc))
+            failures.append(encode_error(exc))
         else:
             claims.append(_encode_claims(*extracted))
             failures.append("")
-        stats.append(json.dumps(_delta(before, _snapshot(evaluator))))
+        stats.append(json.dumps(delta(before, snapshot(evaluator))))
     return {
         "block": batch["block"],
         "items": batch["items"],
@@ -264,7 +199,7 @@ class NLIWorker:
             blocks.append(int(block))
             upstream = json.loads(str(batch["stats"][k])) if has_claims else {}
             failure = str(batch["error"][k]) if has_claims else ""
-            before = _snapshot(ev)
+            before = snapshot(ev)
             out: list[dict[str, Any]] = []
             if not failure:
                 try:
@@ -275,16 +210,16 @@ class NLIWorker:
                         rc, ac = ev.extract(items)
                     out = ev.check(items, rc, ac)
                 except RagcheckError as exc:
-                    failure = _encode_error(exc)
-            delta = _add(upstream, _delta(before, _snapshot(ev)))
+                    failure = encode_error(exc)
+            block_stats = add_stats(upstream, delta(before, snapshot(ev)))
             if not self._reported_model:
                 facts = ev.model_facts()
                 if facts:
-                    delta["model"] = facts
+                    block_stats["model"] = facts
                     self._reported_model = True
             # Python's float repr round-trips exactly: the driver gets the very same numbers.
             results.append(json.dumps(out, ensure_ascii=False))
-            stats.append(json.dumps(delta))
+            stats.append(json.dumps(block_stats))
             failures.append(failure)
         return {
             "block": np.array(blocks, dtype=np.int64),
@@ -360,7 +295,7 @@ def _in_order(
         while expected in waiting:
             ready = waiting.pop(expected)
             if ready.get("error"):
-                _raise_error(ready["error"])  # blocks before this one are already yielded
+                raise_error(ready["error"])  # blocks before this one are already yielded
             evaluator.add_worker_stats(json.loads(ready["stats"]))
             yield json.loads(ready["results"])
             expected += 1

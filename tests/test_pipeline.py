@@ -263,3 +263,18 @@ def test_rerun_with_cache_needs_no_forward_pass(
     assert second.counts["nli_scored"] == 0
     assert second.counts["nli_cached"] == first.counts["nli_unique"]
     assert out1 == out2
+
+
+def test_merge_lists_each_rejected_record_once(tmp_path: Path, lexical_model: Path) -> None:
+    items = [*ITEMS, {**ITEMS[1], "query_id": "z", "response": 42}]
+    _, single = run(tmp_path, lexical_model, items=items, on_error="skip")
+    outs = []
+    for i in range(2):
+        d = tmp_path / f"s{i}"
+        d.mkdir()
+        _, shard = run(d, lexical_model, items=items, on_error="skip", shard=(i, 2))
+        assert len(shard["rejected"]) == 1  # every shard validates, and rejects, the whole input
+        outs.append(d / "out.json")
+    merged = merge(outs, tmp_path / "merged.json")
+    assert merged["rejected"] == single["rejected"]
+    assert len(merged["rejected"]) == 1

@@ -230,7 +230,8 @@ def test_results_are_yielded_in_block_order() -> None:
 
 def test_worker_errors_reach_the_driver_unchanged() -> None:
     from ragcheck_local.errors import ModelError
-    from ragcheck_local.ray_engine import _encode_error, _in_order
+    from ragcheck_local.ray_engine import _in_order
+    from ragcheck_local.workers import encode_error as _encode_error
 
     bad_model = _encode_error(ModelError("no model directory at '/x'"))
     got = []

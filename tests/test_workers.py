@@ -1,0 +1,184 @@
+"""One worker process per device (``--devices``): same bytes as one process, errors and dead
+workers reported, blocks in input order. GPUs are stood in for by CPU processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ragcheck_local.cli import main
+from ragcheck_local.config import EvalConfig, build_config
+from ragcheck_local.device import parse_devices
+from ragcheck_local.errors import InputError, ModelError, RagcheckError
+from ragcheck_local.pipeline import evaluate, output_paths
+from ragcheck_local.records import RagItem
+from ragcheck_local.workers import evaluate_blocks, worker_devices
+
+ITEMS: list[dict[str, Any]] = [
+    {
+        "query_id": f"q{i}",
+        "query": "what is the nile?",
+        "gt_answer": "the nile is the longest river. the nile flows into the sea.",
+        "response": f"the nile is the longest river. the nile is in paris. item {i} is blue.",
+        "retrieved_context": [
+            {"doc_id": "d1", "text": "the nile is the longest river. the nile is blue."},
+            {"doc_id": "d2", "text": f"the nile flows into the sea. item {i} is red."},
+        ],
+    }
+    for i in range(5)
+]
+
+
+def _input(tmp_path: Path) -> Path:
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps({"results": ITEMS}), encoding="utf-8")
+    return path
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+def test_parse_devices() -> None:
+    assert parse_devices("cuda:0, cuda:1") == ("cuda:0", "cuda:1")
+    assert parse_devices(["cpu", "cpu"]) == ("cpu", "cpu")
+    assert parse_devices("auto") is None
+    assert parse_devices(None) is None
+    with pytest.raises(InputError, match="'tpu:0'"):
+        parse_devices("cuda:0,tpu:0")
+    with pytest.raises(InputError, match="twice"):
+        parse_devices("cuda,cuda:0")
+    with pytest.raises(InputError, match="device list"):
+        parse_devices(" , ")
+    assert build_config(None, {"devices": "cpu,cpu"}).devices == ("cpu", "cpu")
+
+
+def test_worker_devices_fan_out_over_several_gpus_only() -> None:
+    two, one = (lambda: 2), (lambda: 1)
+    assert worker_devices(EvalConfig(device="auto"), two) == ("cuda:0", "cuda:1")
+    assert worker_devices(EvalConfig(device="cuda"), two) == ("cuda:0", "cuda:1")
+    assert worker_devices(EvalConfig(device="auto"), one) == ()
+    assert worker_devices(EvalConfig(device="cuda:1"), two) == ()  # one device asked for
+    assert worker_devices(EvalConfig(device="cpu"), two) == ()
+    assert worker_devices(EvalConfig(devices=("cuda:0",)), two) == ()
+    assert worker_devices(EvalConfig(devices=("cpu", "cpu")), one) == ("cpu", "cpu")
+    assert worker_devices(EvalConfig(engine="ray", devices=("cpu", "cpu")), two) == ()
+
+
+# -- the engine with stand-in evaluators (fast: no model in the workers) -----------------------
+
+
+class _Timer:
+    extraction = 0.0
+    checking = 0.0
+
+
+class FakeEvaluator:
+    """Echoes each block's query_ids; sleeps on 'slow', dies on 'die', fails on 'bad'."""
+
+    def __init__(self, config: EvalConfig) -> None:
+        self.config = config
+        self.counts: dict[str, int] = {"items": 0}
+        self.timer = _Timer()
+        self.collected: list[dict[str, Any]] = []
+
+    def nli_stats(self) -> dict[str, int]:
+        return {"scored": self.counts["items"]}
+
+    def model_facts(self) -> dict[str, Any]:
+        return {"device": self.config.device, "pid": os.getpid()}
+
+    def add_worker_stats(self, stats: dict[str, Any]) -> None:
+        self.collected.append(stats)
+
+    def evaluate_block(self, items: list[RagItem]) -> list[dict[str, Any]]:
+        self.counts["items"] += len(items)
+        for item in items:
+            if item.response == "slow":
+                time.sleep(0.5)
+            if item.response == "die":
+                os._exit(3)
+            if item.response == "bad":
+                raise InputError("no good", record=item.query_id, field="response")
+        return [{"query_id": it.query_id, "pid": os.getpid()} for it in items]
+
+
+def _blocks(*responses: str) -> list[list[RagItem]]:
+    return [
+        [RagItem(query_id=f"q{i}", query="q", gt_answer="", response=r, retrieved_context=())]
+        for i, r in enumerate(responses)
+    ]
+
+
+def test_blocks_come_back_in_order_from_both_workers() -> None:
+    parent = FakeEvaluator(EvalConfig(devices=("cpu", "cpu")))
+    blocks = _blocks("slow", "x", "x", "slow", "x", "x", "x")
+    out = list(evaluate_blocks(parent, blocks, ("cpu", "cpu")))
+    assert [r[0]["query_id"] for r in out] == [f"q{i}" for i in range(7)]
+    assert len({r[0]["pid"] for r in out}) == 2  # both workers did work
+    assert os.getpid() not in {r[0]["pid"] for r in out}
+    counted = [s for s in parent.collected if "counts" in s]
+    assert sum(s["counts"]["items"] for s in counted) == 7
+    assert parent.collected[-1]["model"]["device"] == "cpu,cpu"
+
+
+def test_a_worker_error_is_raised_as_the_same_error_after_earlier_blocks() -> None:
+    parent = FakeEvaluator(EvalConfig())
+    got = []
+    with pytest.raises(InputError, match="no good") as info:
+        for results in evaluate_blocks(parent, _blocks("x", "bad", "x"), ("cpu", "cpu")):
+            got.append(results[0]["query_id"])
+    assert got == ["q0"]
+    assert info.value.record == "q1" and info.value.field == "response"
+
+
+def test_a_dead_worker_is_reported_not_waited_for() -> None:
+    parent = FakeEvaluator(EvalConfig())
+    t0 = time.perf_counter()
+    with pytest.raises(RagcheckError, match=r"died \(exit code 3\).*--resume"):
+        list(evaluate_blocks(parent, _blocks("x", "die", "x", "x"), ("cpu", "cpu")))
+    assert time.perf_counter() - t0 < 60
+
+
+# -- end to end with a real (tiny) model in each worker ----------------------------------------
+
+
+def test_two_cpu_workers_write_the_single_process_bytes(tmp_path: Path, tiny_bert: Path) -> None:
+    src = _input(tmp_path)
+    base = {"nli_model": str(tiny_bert), "device": "cpu", "progress": False, "block_size": 2}
+    single = evaluate(src, tmp_path / "one.json", build_config("default", base))
+    multi = evaluate(
+        src, tmp_path / "two.json", build_config("default", {**base, "devices": "cpu,cpu"})
+    )
+    for key in ("output", "claims"):
+        one = output_paths(tmp_path / "one.json")[key].read_bytes()
+        assert one == output_paths(tmp_path / "two.json")[key].read_bytes()
+    assert multi.counts["items"] == single.counts["items"] == 5
+    assert multi.counts["pairs"] == single.counts["pairs"] > 0
+    # Run-wide dedupe is per worker: a pair repeated across two workers is scored twice.
+    assert multi.counts["nli_scored"] >= single.counts["nli_scored"]
+    manifest = json.loads(output_paths(tmp_path / "two.json")["manifest"].read_text())
+    assert manifest["model"]["device"] == "cpu,cpu"
+    assert manifest["config"]["devices"] == ["cpu", "cpu"]
+    assert not output_paths(tmp_path / "two.json")["checkpoint"].exists()
+
+
+def test_cli_devices_flag_and_a_model_error_from_the_workers(tmp_path: Path) -> None:
+    src = _input(tmp_path)
+    out = tmp_path / "o.json"
+    missing = CliRunner().invoke(
+        main,
+        ["evaluate", "-i", str(src), "-o", str(out), "--devices", "cpu,cpu",
+         "--nli-model", str(tmp_path / "missing"), "-q"],
+    )  # fmt: skip
+    # ModelError raised in a worker, re-raised in the parent as itself: its exit code, its text.
+    assert missing.exit_code == ModelError.exit_code, missing.output
+    assert f"no model directory at '{tmp_path / 'missing'}'" in missing.output
+    bad = CliRunner().invoke(main, ["evaluate", "-i", str(src), "-o", str(out), "--devices", "gpu"])
+    assert bad.exit_code == 2 and "'gpu'" in bad.output
+    assert not out.exists()
