@@ -7,7 +7,10 @@ directory unless ``--snli-dir`` is given or the cache already holds it.
 
 RAG references are passages rather than single sentences, so a configurable share of training
 pairs gets its premise hidden among 2-6 (configurable) unrelated SNLI premises, label unchanged:
-the model has to find the evidence inside a longer window.
+the model has to find the evidence inside a longer window. With ``--unrelated-share`` another
+share gets only other examples' premises and the label neutral, so that a chunk about something
+else reads as "no information" rather than SNLI's "contradiction" (the test-set rate is written to
+metrics.json as ``unrelated_neutral_rate``).
 
 Reproducible: fixed seeds; the full config is written to ``training_config.json`` and every
 logged step to ``train_log.jsonl`` in the output directory. The output directory is written as
@@ -221,6 +224,29 @@ def windowed_premise(
     return tuple(t for sent in window for t in sent)
 
 
+def unrelated_premise(
+    ex: Encoded,
+    distractors: Sequence[tuple[int, ...]],
+    rng: random.Random,
+    max_ctx: int,
+    max_length: int,
+) -> tuple[int, ...]:
+    """A passage of ``1..max_ctx`` other examples' premises, never ``ex``'s own premise.
+
+    Paired with ``ex``'s hypothesis it is labelled neutral: a retrieved chunk about something
+    else neither supports nor contradicts a claim. SNLI alone teaches the opposite (annotators
+    assumed both sentences describe one photo, so an unrelated scene reads as contradiction),
+    which inflated contradiction rates on RAG chunks.
+    """
+    k = rng.randint(1, max(1, max_ctx))
+    pool = [distractors[rng.randrange(len(distractors))] for _ in range(k + 2)]
+    chosen = [c for c in pool if c != ex.premise_ids][:k]
+    budget = max_length - 3 - len(ex.hypothesis_ids)
+    while len(chosen) > 1 and sum(len(c) for c in chosen) > budget:
+        chosen.pop()
+    return tuple(t for sent in chosen for t in sent)
+
+
 @dataclass(frozen=True)
 class Special:
     """Special token ids of a BERT-style tokenizer."""
@@ -269,12 +295,15 @@ def epoch_batches(
     items = []
     for i in order:
         ex = data[i]
-        premise = ex.premise_ids
-        if cfg.augment_share > 0 and rng.random() < cfg.augment_share:
+        premise, label = ex.premise_ids, ex.label
+        if cfg.unrelated_share > 0 and rng.random() < cfg.unrelated_share:
+            premise = unrelated_premise(ex, distractors, rng, cfg.augment_max, cfg.max_length)
+            label = LABEL2ID["neutral"]
+        elif cfg.augment_share > 0 and rng.random() < cfg.augment_share:
             premise = windowed_premise(
                 ex, distractors, rng, cfg.augment_min, cfg.augment_max, cfg.max_length
             )
-        items.append((premise, ex.hypothesis_ids, ex.label))
+        items.append((premise, ex.hypothesis_ids, label))
     pool = cfg.batch_size * 50
     batches = []
     for start in range(0, len(items), pool):
@@ -318,6 +347,8 @@ class TrainConfig:
     augment_share: float = 0.2
     augment_min: int = 2
     augment_max: int = 4
+    unrelated_share: float = 0.0
+    """Share of training pairs whose premise is swapped for unrelated premises, label neutral."""
     freeze_embeddings: bool = True
     max_train: int = 0
     max_test: int = 0
@@ -562,6 +593,19 @@ def train(cfg: TrainConfig) -> dict[str, object]:
         model.load_state_dict(best_state)
     test = evaluate(model, test_enc, sp, cfg)
     log({"event": "test", "snli_test_acc": round(float(test["acc"]), 4), "n": test["n"]})
+    # Same test hypotheses against unrelated test premises: gold is neutral for every pair.
+    test_premises = sorted({e.premise_ids for e in test_enc})
+    urng = random.Random(0)
+    unrelated_enc = [
+        Encoded(
+            unrelated_premise(e, test_premises, urng, cfg.augment_max, cfg.max_length),
+            e.hypothesis_ids,
+            LABEL2ID["neutral"],
+        )
+        for e in test_enc
+    ]
+    unrelated = evaluate(model, unrelated_enc, sp, cfg)
+    log({"event": "test_unrelated", "unrelated_neutral_rate": round(float(unrelated["acc"]), 4)})
 
     sample = {
         k: v
@@ -586,6 +630,7 @@ def train(cfg: TrainConfig) -> dict[str, object]:
         "snli_test_acc": test["acc"],
         "snli_test_n": test["n"],
         "snli_test_confusion_rows_gold": test["confusion"],
+        "unrelated_neutral_rate": unrelated["acc"],
         "labels": list(LABELS),
         "train_seconds": round(train_s, 1),
         "s_per_step": round(train_s / max(1, steps_done), 3),
@@ -642,6 +687,10 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     ap.add_argument("--augment-min", type=int, default=d.augment_min)
     ap.add_argument("--augment-max", type=int, default=d.augment_max)
     ap.add_argument(
+        "--unrelated-share", type=float, default=d.unrelated_share,
+        help="share of pairs given other examples' premises and labelled neutral",
+    )  # fmt: skip
+    ap.add_argument(
         "--no-freeze-embeddings", dest="freeze_embeddings", action="store_false",
         help="also train the word-embedding matrix",
     )  # fmt: skip
@@ -651,6 +700,8 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     a = ap.parse_args(argv)
     if not 0.0 <= a.augment_share <= 1.0:
         ap.error(f"--augment-share must be in [0, 1], got {a.augment_share}")
+    if not 0.0 <= a.unrelated_share <= 1.0:
+        ap.error(f"--unrelated-share must be in [0, 1], got {a.unrelated_share}")
     if not 0 <= a.augment_min <= a.augment_max:
         ap.error(f"need 0 <= --augment-min <= --augment-max, got {a.augment_min}, {a.augment_max}")
     if a.device == "cuda" and not torch.cuda.is_available():

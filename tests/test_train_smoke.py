@@ -60,7 +60,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     module = _load_script()
     rc = module.main(
         ["--smoke", "--base", str(base), "--snli-dir", str(snli), "--out", str(out),
-         "--threads", "1", "--max-length", "48"]
+         "--threads", "1", "--max-length", "48", "--unrelated-share", "0.3"]
     )  # fmt: skip
     assert rc == 0
     return out, json.loads((out / "metrics.json").read_text(encoding="utf-8"))
@@ -95,6 +95,8 @@ def test_logs_config_and_metrics(trained: tuple[Path, dict]) -> None:
     assert metrics["snli_test_n"] == 16
     assert 0.0 <= metrics["snli_test_acc"] <= 1.0
     assert metrics["fp16_max_prob_diff"] < 0.02
+    assert config["unrelated_share"] == 0.3
+    assert 0.0 <= metrics["unrelated_neutral_rate"] <= 1.0
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert any("val_acc" in r for r in log)
     assert log[-1]["event"] == "done"
@@ -122,6 +124,37 @@ def test_window_keeps_premise_and_fits(tmp_path: Path) -> None:
         assert len(window) + len(ex.hypothesis_ids) + 3 <= 24
         starts = [i for i in range(len(window)) if window[i : i + 3] == (1, 2, 3)]
         assert starts, window
+
+
+def test_unrelated_premise_never_holds_the_real_premise_and_fits() -> None:
+    import random
+
+    module = _load_script()
+    ex = module.Encoded((1, 2, 3), (7, 8), 2)
+    distractors = [(1, 2, 3), *((10 + i, 20 + i, 30 + i, 40 + i) for i in range(20))]
+    rng = random.Random(0)
+    for _ in range(100):
+        premise = module.unrelated_premise(ex, distractors, rng, 4, max_length=24)
+        assert premise and len(premise) % 4 == 0  # whole distractor sentences only
+        assert 1 not in premise
+        assert len(premise) + len(ex.hypothesis_ids) + 3 <= 24
+
+
+def test_unrelated_share_relabels_pairs_neutral() -> None:
+    import random
+
+    module = _load_script()
+    data = [module.Encoded((i, i + 1), (50 + i,), 0) for i in range(0, 400, 2)]
+    distractors = sorted({e.premise_ids for e in data})
+    cfg = module.TrainConfig(
+        base="", out="", snli_dir="", batch_size=8, augment_share=0.0, unrelated_share=0.5
+    )
+    items = [t for b in module.epoch_batches(data, distractors, cfg, random.Random(1)) for t in b]
+    own = {e.hypothesis_ids: e.premise_ids for e in data}
+    swapped = [t for t in items if t[0] != own[t[1]]]
+    assert 60 <= len(swapped) <= 140  # about half of 200
+    assert all(label == module.LABEL2ID["neutral"] for _, _, label in swapped)
+    assert all(label == 0 for p, h, label in items if p == own[h])
 
 
 def test_safe_extract_rejects_traversal(tmp_path: Path) -> None:
