@@ -29,7 +29,9 @@ sys.path.insert(0, str(ROOT))
 from train_nli import locate_snli, read_snli  # noqa: E402
 
 from ragcheck_local.nli import NLIChecker, NLIConfig  # noqa: E402
-from ragcheck_local.records import ENTAILMENT, VERDICTS  # noqa: E402
+from ragcheck_local.records import ENTAILMENT, NEUTRAL, VERDICTS  # noqa: E402
+
+NEUTRAL_ID = VERDICTS.index(NEUTRAL)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "nli-eval"
 LETTER = {"e": 0, "n": 1, "c": 2}
@@ -64,6 +66,18 @@ def _accuracy(
         pred = checker.predict_proba(pairs).argmax(axis=1)
     elapsed = time.perf_counter() - t0
     return float((pred == np.asarray(labels)).mean()), len(pairs) / elapsed
+
+
+def unrelated_pairs(pairs: Sequence[tuple[str, str]], shift: int = 997) -> list[tuple[str, str]]:
+    """Each hypothesis with the premise ``shift`` pairs further on (pairs sharing a premise
+    are skipped): deterministic, and neutral by construction."""
+    n = len(pairs)
+    out = []
+    for i, (premise, hypothesis) in enumerate(pairs):
+        other = pairs[(i + shift) % n][0] if n else premise
+        if other != premise:
+            out.append((other, hypothesis))
+    return out
 
 
 def balanced_accuracy(gold: Sequence[int], pred: Sequence[int]) -> float:
@@ -131,6 +145,13 @@ def evaluate_model(
     )
     rows.append(Row("SNLI test", "accuracy", acc, len(test), speed))
     log(f"SNLI test: {acc:.4f} ({len(test)} pairs, {speed:.0f} pairs/s)")
+
+    # Each test hypothesis against another pair's premise: for a RAG checker an unrelated chunk
+    # must read as neutral (no information), not as SNLI's same-photo contradiction.
+    unrelated = unrelated_pairs([(p.premise, p.hypothesis) for p in test])
+    acc, speed = _accuracy(checker, unrelated, [NEUTRAL_ID] * len(unrelated), windowed=False)
+    rows.append(Row("SNLI test, unrelated premise", "neutral rate", acc, len(unrelated), speed))
+    log(f"SNLI test, unrelated premise: neutral rate {acc:.4f}")
 
     sick = data_dir / "sick" / "SICK.txt"
     if sick.is_file():

@@ -89,15 +89,30 @@ def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path
         log=lines.append,
     )
     names = [r.name for r in rows]
-    assert names == ["SNLI test", "SICK test", "ANLI dev R1", "SummaC factcc", "SummaC mean"]
+    assert names == [
+        "SNLI test",
+        "SNLI test, unrelated premise",
+        "SICK test",
+        "ANLI dev R1",
+        "SummaC factcc",
+        "SummaC mean",
+    ]
     snli_row = rows[0]
     assert snli_row.n == 3  # the no-consensus pair is dropped
-    assert rows[1].n == 1  # TEST split only
+    assert rows[1].n == 3 and rows[1].metric == "neutral rate"
+    assert rows[2].n == 1  # TEST split only
     assert all(0.0 <= r.value <= 1.0 for r in rows)
     assert any("R2" in line and "absent" in line for line in lines)
     json.dumps([r.__dict__ for r in rows], allow_nan=False)  # --json output stays valid JSON
     table = module.format_table(rows, "m")
     assert "| SummaC mean | balanced accuracy |" in table
+
+
+def test_unrelated_pairs_never_keep_a_premise() -> None:
+    module = load_script()
+    pairs = [("p1", "h1"), ("p1", "h2"), ("p2", "h3"), ("p3", "h4")]
+    out = module.unrelated_pairs(pairs, shift=1)
+    assert out == [("p2", "h2"), ("p3", "h3"), ("p1", "h4")]  # (p1, h1) would keep p1: skipped
 
 
 def test_balanced_accuracy() -> None:
