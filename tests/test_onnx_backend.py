@@ -191,6 +191,14 @@ def test_int8_export_agrees_with_torch(bert_dir: Path) -> None:
     assert path.name == "model.int8.onnx"
     ops = {node.op_type for node in onnx.load(str(path)).graph.node}
     assert ops & {"MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeMatMul"}, ops
+    graph = onnx.load(str(path)).graph
+    # Per-channel weights: one scale per output column of each quantized weight, not one scalar.
+    scales = [t for t in graph.initializer if t.name.endswith("_scale") and "MatMul" in t.name]
+    assert scales and all(len(t.dims) == 1 and t.dims[0] > 1 for t in scales), [
+        (t.name, list(t.dims)) for t in scales
+    ]
+    info = json.loads((path.parent / "export_info.json").read_text())
+    assert info["per_channel"] is True and info["format"] == onnx_backend.EXPORT_FORMAT
     encoded = _encode(bert_dir)
     got = onnx_backend.OnnxSequenceClassifier(path, num_threads=1).logits(encoded)
     expected = _torch_logits(bert_dir, encoded)
