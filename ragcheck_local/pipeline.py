@@ -31,7 +31,9 @@ from .metrics import (
     RETRIEVED2ANSWER,
     RETRIEVED2RESPONSE,
     CheckingMatrices,
+    MetricTable,
     aggregate,
+    aggregate_table,
     item_metrics,
     required_checks,
     resolve_metrics,
@@ -497,14 +499,14 @@ def _run_key(config: EvalConfig, input_path: Path) -> str:
     return h.hexdigest()[:32]
 
 
-def _read_checkpoint(path: Path, key: str) -> tuple[list[tuple[str, dict[str, Any]]], int]:
-    """``(query_id, metrics)`` of the finished items in a checkpoint (one line per finished
-    block) and the byte length of its valid part.
+def _read_checkpoint(path: Path, key: str, table: MetricTable) -> tuple[set[str], int]:
+    """The query_ids of the finished items in a checkpoint (one line per finished block) and
+    the byte length of its valid part; their metrics are appended to ``table``.
 
     A torn last line (kill -9 mid-write) is dropped, so resumed blocks line up with the blocks
-    of an uninterrupted run. Only ids and metrics are kept: the results stay on disk.
+    of an uninterrupted run. Only ids and metric values are kept: the results stay on disk.
     """
-    done: list[tuple[str, dict[str, Any]]] = []
+    done: set[str] = set()
     if not path.is_file():
         return done, 0
     with open(path, "rb") as fh:
@@ -525,7 +527,9 @@ def _read_checkpoint(path: Path, key: str) -> tuple[list[tuple[str, dict[str, An
                 finished = [(r["query_id"], r["metrics"]) for r in results]
             except (json.JSONDecodeError, KeyError, TypeError):
                 break
-            done.extend(finished)
+            for qid, metrics in finished:
+                table.add(metrics)
+                done.add(qid)
             valid += len(raw)
     return done, valid
 
@@ -574,17 +578,19 @@ def evaluate(
         raise InputError("no records found", record=str(input_path))
 
     run_key = _run_key(config, input_path)
-    done, valid_bytes = _read_checkpoint(paths["checkpoint"], run_key) if config.resume else ([], 0)
-    done_ids = {qid for qid, _ in done}
-
     bars = _Progress(enabled=config.progress, n_items=n_items)
     evaluator = Evaluator(config, progress=bars.update)
-    bars.update("claims", len(done))
-    per_item: list[dict[str, float | None]] = [metrics for _, metrics in done]
-    mode = "a" if done else "w"
+    metrics = (*evaluator.metrics, *EXTRA_METRICS)
+    # Column-wise per-item values for the dataset means: 8 bytes per value, not a dict per item.
+    table = MetricTable(metrics)
+    done_ids, valid_bytes = (
+        _read_checkpoint(paths["checkpoint"], run_key, table) if config.resume else (set(), 0)
+    )
+    bars.update("claims", len(done_ids))
+    mode = "a" if done_ids else "w"
     paths["checkpoint"].parent.mkdir(parents=True, exist_ok=True)
     with open(paths["checkpoint"], mode, encoding="utf-8") as ck:
-        if not done:
+        if not done_ids:
             ck.write(dumps_json({"run_key": run_key}, indent=None) + "\n")
         else:
             # Cut a torn tail so appended lines start on a fresh line.
@@ -593,17 +599,17 @@ def evaluate(
         pending = (it for it in stream() if it.query_id not in done_ids)
         for results in _evaluate_blocks(evaluator, _blocks(pending, config.block_size)):
             ck.write(dumps_json({"results": results}, indent=None) + "\n")
-            per_item.extend(r["metrics"] for r in results)
+            for r in results:
+                table.add(r["metrics"])
             ck.flush()
             os.fsync(ck.fileno())
     bars.close()
 
-    metrics = (*evaluator.metrics, *EXTRA_METRICS)
-    grouped = aggregate(per_item, metrics)
+    grouped = aggregate_table(table, metrics)
     rejected_rows = [{"record": r.record, "field": r.field, "reason": r.reason} for r in rejected]
     _write_outputs(paths, grouped, rejected_rows)
     counts = dict(evaluator.counts)
-    counts.update({"items": len(per_item), "rejected": len(rejected), "resumed": len(done)})
+    counts.update({"items": len(table), "rejected": len(rejected), "resumed": len(done_ids)})
     counts.update({f"nli_{k}": v for k, v in evaluator.nli_stats().items()})
     timings = {
         "extraction_s": round(evaluator.timer.extraction, 3),
@@ -615,7 +621,7 @@ def evaluate(
     paths["checkpoint"].unlink(missing_ok=True)
     logger.info("wrote %s", paths["output"])
     return RunSummary(
-        output={"metrics": grouped, "n_results": len(per_item), "rejected": rejected_rows},
+        output={"metrics": grouped, "n_results": len(table), "rejected": rejected_rows},
         paths={k: str(v) for k, v in paths.items() if k != "checkpoint"},
         counts=counts,
         timings=timings,

@@ -457,3 +457,31 @@ def test_metrics_module_imports_no_model_code() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_metric_table_gives_aggregates_numbers_in_8_bytes_per_value() -> None:
+    import random
+
+    from ragcheck_local.metrics import MetricTable, aggregate, aggregate_table
+
+    rng = random.Random(5)
+    names = ("precision", "recall", "faithfulness")
+    items = [
+        {n: (None if rng.random() < 0.2 else rng.random()) for n in names} for _ in range(1001)
+    ]
+    table = MetricTable(names)
+    for item in items:
+        table.add(item)
+    assert len(table) == 1001
+    assert aggregate_table(table, names) == aggregate(items, names)
+    assert aggregate_table(table, ["recall"]) == aggregate(items, ["recall"])
+    with pytest.raises(InputError, match="no column"):
+        aggregate_table(table, ["hallucination"])
+    with pytest.raises(InputError, match=r"item 1001 .*'oops'.*'recall'"):
+        table.add({"precision": 0.5, "recall": "oops", "faithfulness": None})
+    with pytest.raises(InputError, match="item 1001 has no value for 'faithfulness'"):
+        table.add({"precision": 0.5, "recall": 0.5})
+    assert len(table) == 1001  # a rejected row leaves no partial values behind
+    empty = MetricTable(names)
+    empty.add(dict.fromkeys(names))
+    assert aggregate_table(empty, names)["overall"]["precision"] is None
