@@ -21,6 +21,7 @@ import logging
 import math
 import os
 import sqlite3
+import struct
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -410,29 +411,52 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_PROBS = struct.Struct("<3d")
+"""Three float64 probabilities, packed."""
+
+
 class MemoryCache:
     """In-process, size-bounded stand-in for :class:`NLICache` (same get_many/put_many).
 
     The NLI checker uses it when no cache file is given, so that a (premise, claim) pair that
     occurs in two blocks of one run is scored once; the oldest entries go first when full.
+    Entries are compact (a 16-byte digest of the two hashes → three packed doubles, about
+    170 bytes with the dict's own overhead, against about 450 for the hex-string tuples), so the
+    default 500,000 entries cost at most about 85 MB; probabilities come back bit-exact.
     """
 
     def __init__(self, max_entries: int = 500_000) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self.max_entries = max_entries
-        self._data: dict[tuple[str, str], tuple[float, float, float]] = {}
+        self._data: dict[bytes, bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    @staticmethod
+    def _key(key: tuple[str, str]) -> bytes:
+        # The NUL separator keeps ("ab", "c") and ("a", "bc") apart.
+        raw = f"{key[0]}\0{key[1]}".encode("utf-8", "surrogatepass")
+        return hashlib.blake2b(raw, digest_size=16).digest()
 
     def get_many(
         self, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[float, float, float]]:
         """Cached probabilities for the keys present."""
-        return {k: self._data[k] for k in keys if k in self._data}
+        out: dict[tuple[str, str], tuple[float, float, float]] = {}
+        for key in keys:
+            packed = self._data.get(self._key(key))
+            if packed is not None:
+                out[key] = _PROBS.unpack(packed)
+        return out
 
     def put_many(self, items: Mapping[tuple[str, str], Sequence[float]]) -> None:
         """Store probabilities, evicting the oldest entries beyond ``max_entries``."""
         for key, probs in items.items():
-            self._data[key] = (float(probs[0]), float(probs[1]), float(probs[2]))
+            self._data[self._key(key)] = _PROBS.pack(
+                float(probs[0]), float(probs[1]), float(probs[2])
+            )
         overflow = len(self._data) - self.max_entries
         if overflow > 0:
             for key in list(self._data)[:overflow]:  # dicts keep insertion order

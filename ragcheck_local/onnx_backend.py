@@ -3,8 +3,8 @@
 ``export_onnx`` turns a local Hugging Face sequence-classification model into a self-contained
 folder (``model.onnx`` or ``model.int8.onnx`` + ``config.json`` + tokenizer files +
 ``export_info.json``); ``OnnxSequenceClassifier`` runs it on CPU. Dynamic int8 quantization
-(``quantize=True``) typically makes BERT-sized models 2-3x faster on CPU with near-identical
-verdicts.
+with per-channel weight scales (``quantize=True``) made the bundled model 1.6x faster than
+torch fp32 on a 2-core AVX2 CPU, keeping 97% of its verdicts (scripts/bench_throughput.py).
 
 onnxruntime, onnx, torch and transformers are imported lazily inside functions, so this module
 imports without the ``onnx`` extra installed; using it without the extra raises a

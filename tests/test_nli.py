@@ -299,3 +299,15 @@ def test_memory_cache_is_bounded() -> None:
     }
     with pytest.raises(ValueError):
         MemoryCache(max_entries=0)
+
+
+def test_memory_cache_returns_exact_floats_and_keeps_keys_apart() -> None:
+    from ragcheck_local.cache import MemoryCache
+
+    cache = MemoryCache()
+    probs = (0.1 + 0.2, 1 / 3, 1e-300)
+    cache.put_many({("ab", "c"): probs, ("a", "bc"): (0.0, 0.0, 1.0)})
+    assert len(cache) == 2
+    got = cache.get_many([("ab", "c"), ("a", "bc"), ("abc", "")])
+    assert got == {("ab", "c"): probs, ("a", "bc"): (0.0, 0.0, 1.0)}
+    assert all(a.hex() == b.hex() for a, b in zip(got[("ab", "c")], probs, strict=True))
