@@ -189,7 +189,8 @@ def evaluate_blocks(
 
     ``evaluator`` is the parent's evaluator: it loads no model, it only collects the workers'
     counters (and drives the progress bars through them). Blocks are read lazily, at most
-    :data:`IN_FLIGHT_PER_WORKER` per worker ahead, so memory stays flat as the input grows.
+    :data:`IN_FLIGHT_PER_WORKER` per worker in flight and a bounded number of finished ones
+    waiting for an earlier block, so memory stays flat as the input grows.
     """
     base: EvalConfig = evaluator.config
     ctx = multiprocessing.get_context("spawn")  # CUDA cannot be used in forked children
@@ -211,6 +212,7 @@ def evaluate_blocks(
     for w in workers:
         w.process.start()
     pending = iter(enumerate(blocks))
+    ahead = 2 * IN_FLIGHT_PER_WORKER * len(workers)
     exhausted = False
     waiting: dict[int, tuple[list[dict[str, Any]] | None, dict[str, Any] | None, str]] = {}
     expected = 0
@@ -218,10 +220,12 @@ def evaluate_blocks(
     t0 = time.perf_counter()
     try:
         while True:
-            # Keep every worker fed, least loaded first.
+            # Keep every worker fed, least loaded first, but never run more than ``ahead``
+            # blocks past the oldest unfinished one: finished blocks wait here for their turn,
+            # and a slow block must not let them pile up.
             while not exhausted:
                 w = min(workers, key=lambda x: len(x.in_flight))
-                if len(w.in_flight) >= IN_FLIGHT_PER_WORKER:
+                if len(w.in_flight) >= IN_FLIGHT_PER_WORKER or len(waiting) >= ahead:
                     break
                 nxt = next(pending, None)
                 if nxt is None:

@@ -101,6 +101,8 @@ class FakeEvaluator:
         for item in items:
             if item.response == "slow":
                 time.sleep(0.5)
+            if item.response == "slower":
+                time.sleep(2.0)
             if item.response == "die":
                 os._exit(3)
             if item.response == "bad":
@@ -125,6 +127,24 @@ def test_blocks_come_back_in_order_from_both_workers() -> None:
     counted = [s for s in parent.collected if "counts" in s]
     assert sum(s["counts"]["items"] for s in counted) == 7
     assert parent.collected[-1]["model"]["device"] == "cpu,cpu"
+
+
+def test_a_slow_block_does_not_let_finished_blocks_pile_up() -> None:
+    parent = FakeEvaluator(EvalConfig())
+    pulled = []
+
+    def blocks():
+        for block in _blocks("slower", *["x"] * 39):
+            pulled.append(block[0].query_id)
+            yield block
+
+    results = evaluate_blocks(parent, blocks(), ("cpu", "cpu"))
+    first = next(results)
+    assert first[0]["query_id"] == "q0"
+    # While q0 sleeps the other worker may run ahead, but only by a bounded number of blocks
+    # (2 x 2 in flight + 8 waiting), not through all 39.
+    assert len(pulled) <= 13, len(pulled)
+    assert [r[0]["query_id"] for r in results] == [f"q{i}" for i in range(1, 40)]
 
 
 def test_a_worker_error_is_raised_as_the_same_error_after_earlier_blocks() -> None:
