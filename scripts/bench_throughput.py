@@ -359,13 +359,19 @@ def _time(fn: Callable[[], list[str]]) -> tuple[float, list[str]]:
 
 
 def _agreement(
-    a: Sequence[str], b: Sequence[str], mask: Sequence[bool] | None = None
+    a: Sequence[Any], b: Sequence[Any], mask: Sequence[bool] | None = None
 ) -> float | None:
     """Share of equal verdicts (over ``mask``ed pairs); None when there are none."""
     idx = [i for i in range(len(a)) if mask is None or mask[i]]
     if not idx:
         return None
     return round(sum(a[i] == b[i] for i in idx) / len(idx), 5)
+
+
+def _entailment_agreement(a: Sequence[str], b: Sequence[str]) -> float | None:
+    """Share of pairs where both say Entailment or both do not: RAGChecker's 11 metrics read
+    only this bit of each verdict (contradiction_rate and unsupported_rate read all three)."""
+    return _agreement([v == ENTAILMENT for v in a], [v == ENTAILMENT for v in b])
 
 
 # --- main -----------------------------------------------------------------------------------
@@ -508,6 +514,7 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
             result.setdefault("onnx_vs_torch", {})[name] = {
                 "speedup": round(speed[name] / speed["engine"], 3),
                 "agreement": _agreement(eng, verdicts[name]),
+                "entailment_agreement": _entailment_agreement(eng, verdicts[name]),
             }
     if prefilter is not None:
         pf = verdicts["engine_prefilter"]
@@ -520,6 +527,7 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
             ),
             "speedup_vs_engine": round(speed["engine_prefilter"] / speed["engine"], 3),
             "agreement_vs_engine": _agreement(eng, pf),
+            "entailment_agreement_vs_engine": _entailment_agreement(eng, pf),
             "entailments_kept": round(sum(pf[i] == ENTAILMENT for i in entailed) / len(entailed), 5)
             if entailed
             else None,
@@ -553,6 +561,7 @@ def prefilter_sweep(
                 "threshold": threshold,
                 "skipped_share": round(keep.count(False) / len(keep), 4),
                 "agreement": _agreement(exact, verdicts),
+                "entailment_agreement": _entailment_agreement(exact, verdicts),
                 "entailments_kept": round(sum(keep[i] for i in entailed) / len(entailed), 5)
                 if entailed
                 else None,
@@ -594,6 +603,7 @@ def format_table(result: dict[str, Any]) -> str:
     for name, o in result.get("onnx_vs_torch", {}).items():
         lines.append(
             f"{name} vs torch engine: {o['speedup']:.2f}x, agreement {100 * o['agreement']:.2f}%"
+            f" (entailed or not: {100 * o['entailment_agreement']:.2f}%)"
         )
     if "prefilter" in result:
         p = result["prefilter"]
@@ -602,16 +612,17 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(
             f"prefilter {p['mode']} (threshold {p['threshold']}): skipped "
             f"{100 * p['skipped_share']:.1f}% of pairs, {p['speedup_vs_engine']:.2f}x vs exact "
-            f"engine, agreement {100 * p['agreement_vs_engine']:.2f}%, engine entailments kept "
-            f"{kept}"
+            f"engine, agreement {100 * p['agreement_vs_engine']:.2f}% (entailed or not: "
+            f"{100 * p['entailment_agreement_vs_engine']:.2f}%), engine entailments kept {kept}"
         )
     if "prefilter_sweep" in result:
         lines.append("threshold sweep (from the exact engine's verdicts):")
         for row in result["prefilter_sweep"]:
             lines.append(
                 f"  {row['threshold']:>5}: skipped {_fmt(row['skipped_share'], '%', 100):>7}, "
-                f"agreement {_fmt(row['agreement'], '%', 100):>7}, entailments kept "
-                f"{_fmt(row['entailments_kept'], '%', 100):>7}, non-neutral kept "
+                f"agreement {_fmt(row['agreement'], '%', 100):>7} "
+                f"({_fmt(row['entailment_agreement'], '%', 100)} entailed or not), "
+                f"entailments kept {_fmt(row['entailments_kept'], '%', 100):>7}, non-neutral kept "
                 f"{_fmt(row['non_neutral_kept'], '%', 100):>7}"
             )
     lines.append(f"\npeak RSS (MB, cumulative): {result['peak_rss_mb']}")

@@ -151,7 +151,17 @@ def test_bench_main_reports_both_checkers_and_full_agreement(
     assert result["engine_stats"]["scored"] == result["engine_stats"]["unique"] > 0
     assert result["model_tokens_per_s"]["engine"] > 0
     assert 0.0 <= result["prefilter"]["skipped_share"] <= 1.0
+    pf = result["prefilter"]
+    # Agreeing on all three labels implies agreeing on entailed-or-not.
+    assert pf["agreement_vs_engine"] <= pf["entailment_agreement_vs_engine"] <= 1.0
+    assert all(r["agreement"] <= r["entailment_agreement"] for r in result["prefilter_sweep"])
     assert json.loads(out.read_text(encoding="utf-8"))["workload"]["pairs"] == pairs
+
+
+def test_entailment_agreement_reads_only_the_entailment_bit() -> None:
+    e, n, c = "Entailment", "Neutral", "Contradiction"
+    assert bench._entailment_agreement([e, n, c, c], [e, c, n, e]) == 0.75
+    assert bench._agreement([e, n, c, c], [e, c, n, e]) == 0.25
 
 
 def test_bench_input_file_mode(tiny512: Path) -> None:
