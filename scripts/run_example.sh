@@ -11,4 +11,3 @@ ragcheck-local evaluate --input ragcheck_local/examples/example_input.json \
   --output runs/example_output.json "$@"
 ragcheck-local report runs/example_output.json --html runs/example_report.html \
   --md runs/example_report.md
-echo "report: runs/example_report.html"
