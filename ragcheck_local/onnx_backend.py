@@ -33,8 +33,8 @@ logger = logging.getLogger(__name__)
 
 EXPORT_INFO = "export_info.json"
 EXPORT_FORMAT = 2
-"""Bumped when the export changes (2: per-channel int8 weights), so older exports are redone."""
-"""Bumped when the export procedure changes so older exports are redone by ``ensure_onnx``."""
+"""Bumped when the export procedure changes (2: per-channel int8 weights) so older exports are
+redone by ``ensure_onnx``."""
 
 _MISSING_EXTRA = "install it with: pip install 'ragcheck_local[onnx]'"
 _FP32_CHECK_ATOL = 1e-3  # an export whose logits drift more than this is broken, not rounding

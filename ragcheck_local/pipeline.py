@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, workers
 from .claims import ExtractorConfig, Segmenter, build_extractor
 from .config import ENGINE_SETTINGS, EvalConfig
 from .errors import InputError
@@ -40,7 +40,6 @@ from .metrics import (
 )
 from .records import NEUTRAL, Claim, RagItem, Rejected
 from .verdicts import combine
-from .workers import worker_devices
 
 logger = logging.getLogger(__name__)
 
@@ -476,11 +475,9 @@ def _evaluate_blocks(
         from .ray_engine import evaluate_blocks  # optional dependency: imported on demand
 
         return evaluate_blocks(evaluator, blocks)
-    devices = worker_devices(evaluator.config)
+    devices = workers.worker_devices(evaluator.config)
     if devices:
-        from .workers import evaluate_blocks as on_devices
-
-        return on_devices(evaluator, blocks, devices)
+        return workers.evaluate_blocks(evaluator, blocks, devices)
     return (evaluator.evaluate_block(block) for block in blocks)
 
 

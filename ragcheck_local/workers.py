@@ -216,7 +216,6 @@ def evaluate_blocks(
     exhausted = False
     waiting: dict[int, tuple[list[dict[str, Any]] | None, dict[str, Any] | None, str]] = {}
     expected = 0
-    model: dict[str, Any] = {}
     t0 = time.perf_counter()
     try:
         while True:
@@ -254,10 +253,8 @@ def evaluate_blocks(
                 results, stats, error = waiting.pop(expected)
                 if error:
                     raise_error(error)  # blocks before this one are already yielded
-                if stats:
-                    model.update(stats.pop("model", {}) or {})
-                    evaluator.add_worker_stats(stats)
-                yield results or []
+                evaluator.add_worker_stats(stats)  # counters, and model facts on a first block
+                yield results
                 expected += 1
     finally:
         for w in workers:
@@ -268,7 +265,7 @@ def evaluate_blocks(
             if w.process.is_alive():
                 w.process.terminate()
                 w.process.join(timeout=5)
-    if model:
-        evaluator.add_worker_stats({"model": {**model, "device": ",".join(devices)}})
+    if evaluator.model_facts():  # one device per worker: the manifest names them all
+        evaluator.add_worker_stats({"model": {"device": ",".join(devices)}})
     seconds = time.perf_counter() - t0
     logger.info("%d block(s) on %d worker(s) in %.1fs", expected, len(workers), seconds)

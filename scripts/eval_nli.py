@@ -74,7 +74,7 @@ def unrelated_pairs(pairs: Sequence[tuple[str, str]], shift: int = 997) -> list[
     n = len(pairs)
     out = []
     for i, (premise, hypothesis) in enumerate(pairs):
-        other = pairs[(i + shift) % n][0] if n else premise
+        other = pairs[(i + shift) % n][0]
         if other != premise:
             out.append((other, hypothesis))
     return out

@@ -698,10 +698,9 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     ap.add_argument("--max-test", type=int, default=0, help="cap val/test pairs (0 = all)")
     ap.add_argument("--smoke", action="store_true", help="tiny subset, one step (tests)")
     a = ap.parse_args(argv)
-    if not 0.0 <= a.augment_share <= 1.0:
-        ap.error(f"--augment-share must be in [0, 1], got {a.augment_share}")
-    if not 0.0 <= a.unrelated_share <= 1.0:
-        ap.error(f"--unrelated-share must be in [0, 1], got {a.unrelated_share}")
+    for flag in ("augment_share", "unrelated_share"):
+        if not 0.0 <= getattr(a, flag) <= 1.0:
+            ap.error(f"--{flag.replace('_', '-')} must be in [0, 1], got {getattr(a, flag)}")
     if not 0 <= a.augment_min <= a.augment_max:
         ap.error(f"need 0 <= --augment-min <= --augment-max, got {a.augment_min}, {a.augment_max}")
     if a.device == "cuda" and not torch.cuda.is_available():

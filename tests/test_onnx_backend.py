@@ -189,9 +189,9 @@ def test_int8_export_agrees_with_torch(bert_dir: Path) -> None:
     onnx = pytest.importorskip("onnx")
     path = onnx_backend.export_onnx(bert_dir, bert_dir / "onnx-int8", quantize=True)
     assert path.name == "model.int8.onnx"
-    ops = {node.op_type for node in onnx.load(str(path)).graph.node}
-    assert ops & {"MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeMatMul"}, ops
     graph = onnx.load(str(path)).graph
+    ops = {node.op_type for node in graph.node}
+    assert ops & {"MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeMatMul"}, ops
     # Per-channel weights: one scale per output column of each quantized weight, not one scalar.
     scales = [t for t in graph.initializer if t.name.endswith("_scale") and "MatMul" in t.name]
     assert scales and all(len(t.dims) == 1 and t.dims[0] > 1 for t in scales), [

@@ -231,15 +231,15 @@ def test_results_are_yielded_in_block_order() -> None:
 def test_worker_errors_reach_the_driver_unchanged() -> None:
     from ragcheck_local.errors import ModelError
     from ragcheck_local.ray_engine import _in_order
-    from ragcheck_local.workers import encode_error as _encode_error
+    from ragcheck_local.workers import encode_error
 
-    bad_model = _encode_error(ModelError("no model directory at '/x'"))
+    bad_model = encode_error(ModelError("no model directory at '/x'"))
     got = []
     with pytest.raises(ModelError, match="no model directory at '/x'"):
         for results in _in_order([_row(1, bad_model), _row(0)], _Collector(), 2):
             got.append(results)
     assert got == [[{"query_id": "q0"}]]  # the blocks before the failing one still count
-    bad_input = _encode_error(InputError("must not be empty", record="line 3", field="query"))
+    bad_input = encode_error(InputError("must not be empty", record="line 3", field="query"))
     with pytest.raises(InputError) as info:
         list(_in_order([_row(0, bad_input)], _Collector(), 1))
     assert (info.value.record, info.value.field, info.value.reason) == (

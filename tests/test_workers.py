@@ -184,6 +184,12 @@ def test_two_cpu_workers_write_the_single_process_bytes(tmp_path: Path, tiny_ber
     assert multi.counts["nli_scored"] >= single.counts["nli_scored"]
     manifest = json.loads(output_paths(tmp_path / "two.json")["manifest"].read_text())
     assert manifest["model"]["device"] == "cpu,cpu"
+    assert (
+        manifest["model"]["sha256"]
+        == json.loads(output_paths(tmp_path / "one.json")["manifest"].read_text())["model"][
+            "sha256"
+        ]
+    )
     assert manifest["config"]["devices"] == ["cpu", "cpu"]
     assert not output_paths(tmp_path / "two.json")["checkpoint"].exists()
 
