@@ -8,7 +8,7 @@ import pytest
 from tiny_models import ARCHS, build_nli_model
 
 from ragcheck_local.errors import InputError, ModelError
-from ragcheck_local.nli import NLIChecker, NLIConfig, label_columns, to_canonical
+from ragcheck_local.judge.checker import NLIChecker, NLIConfig, label_columns, to_canonical
 from ragcheck_local.records import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 LONG_FILLER = " ".join(["the dog is in the city."] * 40)
@@ -247,16 +247,17 @@ def test_cache_hits_skip_forward_passes(lexical_model: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"batch_size": 0}, "batch_size"),
-        ({"max_batch_tokens": -1}, "max_batch_tokens"),
-        ({"window_overlap": -1}, "window_overlap"),
-        ({"backend": "tf"}, "backend"),
-        ({"max_length": 4}, "max_length"),
+        ({"batch_size": 0}, "nli.batch_size"),
+        ({"max_batch_tokens": -1}, "nli.max_batch_tokens"),
+        ({"window_overlap": -1}, "nli.window_overlap"),
+        ({"backend": "tf"}, "nli.backend"),
+        ({"max_length": 4}, "nli.max_length"),
     ],
 )
 def test_invalid_settings_are_input_errors(tiny_bert: Path, kwargs, field) -> None:
+    # Rejected when the settings are built: no model is loaded first.
     with pytest.raises(InputError) as info:
-        NLIChecker(NLIConfig(model=str(tiny_bert), device="cpu", **kwargs))
+        NLIConfig(model=str(tiny_bert), device="cpu", **kwargs)
     assert info.value.field == field
 
 
@@ -289,7 +290,7 @@ def test_pairs_repeated_across_calls_are_scored_once(lexical_model: Path) -> Non
 
 
 def test_memory_cache_is_bounded() -> None:
-    from ragcheck_local.cache import MemoryCache
+    from ragcheck_local.judge.cache import MemoryCache
 
     cache = MemoryCache(max_entries=2)
     cache.put_many({("a", "1"): (1, 0, 0), ("b", "1"): (0, 1, 0), ("c", "1"): (0, 0, 1)})
@@ -302,7 +303,7 @@ def test_memory_cache_is_bounded() -> None:
 
 
 def test_memory_cache_returns_exact_floats_and_keeps_keys_apart() -> None:
-    from ragcheck_local.cache import MemoryCache
+    from ragcheck_local.judge.cache import MemoryCache
 
     cache = MemoryCache()
     probs = (0.1 + 0.2, 1 / 3, 1e-300)

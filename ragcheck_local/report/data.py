@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, show_value
-from ..io import load_json
+from ..formats.output import check_output, read_output
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS, Chunk
 from .meta import GROUPS, METRICS, info
 
@@ -345,14 +345,7 @@ def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:
 
 def prepare(data: Mapping[str, Any]) -> ReportData:
     """Validate an output object and build the views every renderer uses."""
-    if not isinstance(data, Mapping):
-        raise InputError(f"expected a JSON object, found {show_value(data)}")
-    results = data.get("results")
-    if not isinstance(results, list):
-        raise InputError(
-            f"expected a list of result records, found {show_value(results)}",
-            field="results",
-        )
+    results = check_output(data)["results"]
     queries = tuple(_query(raw, i) for i, raw in enumerate(results))
     aggregated = _aggregated(data)
 
@@ -392,7 +385,7 @@ def load_output(path: str | Path) -> dict[str, Any]:
     Errors are :class:`InputError` naming the file, and the record and field at fault.
     """
     path = Path(path)
-    data = load_json(path)
+    data = read_output(path)
     try:
         prepare(data)
     except InputError as exc:
