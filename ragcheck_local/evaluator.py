@@ -109,10 +109,12 @@ class Evaluator:
         >>> item = RagItem("q1", "Where does the Nile flow?", "", "The Nile flows north.",
         ...                (Chunk("d1", "The Nile flows north into the sea."),))
         >>> [result] = evaluator.evaluate_block([item])
-        >>> result["response_claims"], result["retrieved2response"]
-        (['The Nile flows north.'], [['Entailment']])
-        >>> result["metrics"]["faithfulness"]
-        1.0
+        >>> result["response_claims"], len(result["retrieved2response"])
+        (['The Nile flows north.'], 1)
+        >>> list(result["metrics"])
+        ['faithfulness', 'contradiction_rate', 'unsupported_rate']
+        >>> result["answer2response"] is None  # faithfulness needs no check against a gt_answer
+        True
     """
 
     def __init__(

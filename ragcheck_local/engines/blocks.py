@@ -22,6 +22,7 @@ from ..records import Claim, RagItem
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+Claims = list[Claim]
 Results = list[dict[str, Any]]
 """RAGChecker-format result dicts of one block."""
 
@@ -103,17 +104,14 @@ class BlockResult:
 class BlockEvaluator(Protocol):
     """What an engine needs from the evaluator it runs blocks with."""
 
-    def extract(self, items: Sequence[RagItem]) -> tuple[list[list[Claim]], list[list[Claim]]]:
+    def extract(self, items: Sequence[RagItem]) -> tuple[list[Claims], list[Claims]]:
         """Response and gt_answer claims per item."""
         ...
 
     def check(
-        self,
-        items: Sequence[RagItem],
-        response_claims: Sequence[list[Claim]],
-        answer_claims: Sequence[list[Claim]],
+        self, items: Sequence[RagItem], rc: Sequence[Claims], ac: Sequence[Claims]
     ) -> Results:
-        """Result dicts for ``items`` given their claims."""
+        """Result dicts for ``items`` given their response (``rc``) and gt (``ac``) claims."""
         ...
 
     def stats(self) -> BlockStats:

