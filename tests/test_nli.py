@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -312,3 +313,30 @@ def test_memory_cache_returns_exact_floats_and_keeps_keys_apart() -> None:
     got = cache.get_many([("ab", "c"), ("a", "bc"), ("abc", "")])
     assert got == {("ab", "c"): probs, ("a", "bc"): (0.0, 0.0, 1.0)}
     assert all(a.hex() == b.hex() for a, b in zip(got[("ab", "c")], probs, strict=True))
+
+
+def test_cache_is_keyed_by_the_resolved_settings(tiny_bert: Path, tmp_path: Path) -> None:
+    """dtype "auto" resolves before the key is made: fp32 and bf16 never share entries."""
+    from ragcheck_local.judge.cache import NLICache
+
+    def checker(cache_path: str | None = None, **kwargs: Any) -> NLIChecker:
+        config = NLIConfig(model=str(tiny_bert), device="cpu", **kwargs)
+        return NLIChecker(config, cache_path=cache_path)
+
+    auto, fp32 = checker(dtype="auto"), checker(dtype="float32")
+    assert auto.settings_key() == fp32.settings_key()  # auto is float32 on CPU
+    assert "dtype=float32" in auto.settings_key()
+    assert checker(dtype="bfloat16").settings_key() != auto.settings_key()
+    assert checker(max_length=64).settings_key() != auto.settings_key()
+    assert checker(window_overlap=0).settings_key() != auto.settings_key()
+    assert auto.facts()["sha256"] in auto.settings_key()
+    cached = checker(dtype="float32", cache_path=str(tmp_path / "c.sqlite"))
+    assert isinstance(cached.cache, NLICache)
+    pairs = [("The sky is blue.", "The sky is blue.")]
+    cached.check(pairs)
+    again = checker(dtype="auto", cache_path=str(tmp_path / "c.sqlite"))
+    again.check(pairs)
+    assert again.stats["cached"] == 1 and again.stats["scored"] == 0
+    other = checker(dtype="bfloat16", cache_path=str(tmp_path / "c.sqlite"))
+    other.check(pairs)
+    assert other.stats["cached"] == 0 and other.stats["scored"] == 1

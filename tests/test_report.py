@@ -394,7 +394,7 @@ def test_load_output_errors_name_file_record_and_field(tmp_path: Path) -> None:
     assert err.value.field == "metrics.f1"
     rec = record("q9")
     rec["retrieved2answer"] = [[E]]  # one verdict for two chunks
-    with pytest.raises(InputError, match="one verdict per chunk"):
+    with pytest.raises(InputError, match="inconsistent number of retrieved chunks"):
         load_output(write(tmp_path / "shape.json", output(rec)))
     with pytest.raises(InputError, match="JSON object"):
         load_output(write(tmp_path / "list.json", [1, 2]))
