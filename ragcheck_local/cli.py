@@ -78,8 +78,11 @@ def main(verbose: bool) -> None:
     )
 
 
-CLI_ALIASES: dict[str, tuple[str, ...]] = {"batch_size": ("--batch_size_checker",)}
-"""RAGChecker's spellings of our flags."""
+CLI_ALIASES: dict[str, tuple[str, ...]] = {
+    "batch_size": ("--batch_size_checker",),
+    "input_format": ("--format",),
+}
+"""Other spellings of our flags (RAGChecker's, and the short ones of earlier releases)."""
 CUSTOM_FLAGS = ("metrics", "column_map", "progress")
 """Settings whose flag is written by hand below (repeatable flags; ``--quiet``)."""
 
@@ -226,7 +229,7 @@ def evaluate(
 @click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--metrics", multiple=True, help="Metric or group names (default all_metrics).")
 @click.option(
-    "--empty-policy", type=click.Choice(["zero", "skip"]), default="zero", show_default=True
+    "--empty-policy", type=_click_type("run.empty_policy"), default="zero", show_default=True
 )
 def recompute(
     input_path: str, output_path: str, metrics: tuple[str, ...], empty_policy: str

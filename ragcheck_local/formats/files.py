@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InputError
-from .input import decode_text
 
 
 @contextlib.contextmanager
@@ -54,6 +53,17 @@ def write_text(path: str | Path, text: str) -> None:
     """Write a text file atomically."""
     with atomic_writer(path) as fh:
         fh.write(text)
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """UTF-8 text of ``data``; an InputError naming ``where`` and the byte offset otherwise."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.start + 4]
+        raise InputError(
+            f"not valid UTF-8 at byte {exc.start}: {bad!r}", record=where, field="(encoding)"
+        ) from None
 
 
 def load_json(path: str | Path) -> Any:

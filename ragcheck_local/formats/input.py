@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InputError, show_value
 from ..records import Chunk, RagItem, Rejected
+from .files import decode_text
 
 logger = logging.getLogger(__name__)
 
@@ -81,17 +82,6 @@ def _looks_like_jsonl(path: Path) -> bool:
         return isinstance(json.loads(first), dict)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return False
-
-
-def decode_text(data: bytes, where: str) -> str:
-    """UTF-8 text of ``data``; an InputError naming ``where`` and the byte offset otherwise."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad = data[exc.start : exc.start + 4]
-        raise InputError(
-            f"not valid UTF-8 at byte {exc.start}: {bad!r}", record=where, field="(encoding)"
-        ) from None
 
 
 def _iter_ragchecker(path: Path) -> Iterator[tuple[str, Any]]:
