@@ -12,7 +12,7 @@ The *calibration half* of a set holds the pairs whose hypothesis has an even las
 reported numbers never come from pairs the head was fitted on.
 
 Each pair goes through the engine's windowed checker (argmax switched off); the deciding
-window's probabilities and pair features (``ragcheck_local.calibration``) are the inputs of a
+window's probabilities and pair features (``ragcheck_local.judge.calibration``) are the inputs of a
 3-class logistic regression. Within a set every gold class weighs the same (the targets are
 balanced accuracies); the sets weigh ``--set-weight`` each (default: Factcheck-GPT, real LLM
 claims against retrieved passages and so the closest to RAG checking, 2; the others 1).
@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragcheck_local.calibration import (  # noqa: E402
+from ragcheck_local.judge.calibration import (  # noqa: E402
     FEATURES,
     METADATA_FILE,
     Calibration,
@@ -45,7 +45,7 @@ from ragcheck_local.calibration import (  # noqa: E402
     fit_logistic,
     read_model_metadata,
 )
-from ragcheck_local.nli import NLIChecker, NLIConfig  # noqa: E402
+from ragcheck_local.judge.checker import NLIChecker, NLIConfig  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 LABEL_IDS = {"entailment": 0, "neutral": 1, "contradiction": 2}

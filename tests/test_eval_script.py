@@ -158,8 +158,8 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
 ) -> None:
     import shutil
 
-    from ragcheck_local.calibration import load_calibration
-    from ragcheck_local.nli import NLIChecker, NLIConfig
+    from ragcheck_local.judge.calibration import load_calibration
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig
 
     calib = load_calibrate()
     _, data = make_data(tmp_path)
