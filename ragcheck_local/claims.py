@@ -1099,26 +1099,34 @@ class ClaimBuilder:
             term = _TERM_RE.match(m.text)
             if term and len(term["term"].split()) <= 6:
                 if not any(n in _AUX for _, n in _words(term["term"])):
-                    rest = m.slice(term.start("rest"), len(m.text))
-                    pronoun = self.analyzer.leading_pronoun(rest.text)
+                    at = term.start("rest")
+                    pronoun = self.analyzer.leading_pronoun(m.text[at:])
                     if pronoun and pronoun not in _PERSON_PRONOUNS:
-                        return self._replace(rest, pronoun, Referent(term["term"], None))
+                        return self._replace(
+                            m, at + len(pronoun), pronoun, Referent(term["term"], None)
+                        )
         if previous:
             pronoun = self.analyzer.leading_pronoun(m.text)
             if pronoun:
                 candidates = [carried] if carried else []
                 for referent in [*candidates, *self.analyzer.referents(previous)]:
                     if referent.fits(pronoun):
-                        return self._replace(m, pronoun, referent)
+                        return self._replace(m, len(pronoun), pronoun, referent)
         return m, None
 
     @staticmethod
-    def _replace(m: Mapped, pronoun: str, referent: Referent) -> tuple[Mapped, Referent | None]:
+    def _replace(
+        m: Mapped, cut: int, pronoun: str, referent: Referent
+    ) -> tuple[Mapped, Referent | None]:
+        """``m`` with its first ``cut`` characters (ending in ``pronoun``) replaced by the
+        referent; the span still covers what was replaced."""
         phrase = referent.phrase
         if pronoun in _POSSESSIVE_PRONOUNS:
             phrase = _possessive(phrase, referent.plural)
         phrase = phrase[:1].upper() + phrase[1:]
-        replaced = Mapped.inserted(phrase) + m.slice(len(pronoun), len(m.text))
+        src = [-1] * len(phrase)
+        src[0], src[-1] = m.src[0], m.src[cut - 1]
+        replaced = Mapped(phrase, tuple(src)) + m.slice(cut, len(m.text))
         if pronoun in _POSSESSIVE_PRONOUNS:
             return replaced, None
         # The pronoun fixes the number of a referent that had none (a list item's term).
@@ -1142,7 +1150,7 @@ class ClaimBuilder:
                 if pronoun:
                     fits = [r for r in self.analyzer.referents(out[-1].text) if r.fits(pronoun)]
                     if fits:
-                        part = self._replace(part, pronoun, fits[0])[0]
+                        part = self._replace(part, len(pronoun), pronoun, fits[0])[0]
             out.append(part)
         return out
 

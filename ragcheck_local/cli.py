@@ -136,6 +136,15 @@ def main(verbose: bool) -> None:
 @click.option("--extractor", type=click.Choice(["sentence", "seq2seq"]))
 @click.option("--extractor-model", help="Local seq2seq model directory (--extractor seq2seq).")
 @click.option(
+    "--claims",
+    type=click.Choice(["sentence", "atomic"]),
+    help="One claim per sentence, or coordinated clauses split into separate claims.",
+)
+@click.option(
+    "--claim-parser",
+    help="English parser for pronouns/lead-ins/atomic claims: auto | off | spaCy pipeline.",
+)
+@click.option(
     "--empty-policy",
     type=click.Choice(["zero", "skip"]),
     help="Items without claims count as 0 (RAGChecker) or are skipped.",

@@ -50,6 +50,11 @@ class EvalConfig:
     spacy_model: str | None = None
     extractor: str = "sentence"
     extractor_model: str | None = None
+    claims: str = "sentence"
+    """sentence: one claim per cleaned sentence; atomic: coordinated clauses split apart."""
+    claim_parser: str = "auto"
+    """English parser for pronoun referents, lead-ins and atomic claims: auto (an installed
+    en_core_web_sm pipeline, else rules) | off (rules) | a spaCy package name or path."""
     extractor_batch_size: int = 8
     empty_policy: str = "zero"
     on_error: str = "raise"
@@ -85,6 +90,15 @@ class EvalConfig:
         if self.extractor not in ("sentence", "seq2seq"):
             raise InputError(
                 f"expected 'sentence' or 'seq2seq', found {self.extractor!r}", field="extractor"
+            )
+        if self.claims not in ("sentence", "atomic"):
+            raise InputError(
+                f"expected 'sentence' or 'atomic', found {self.claims!r}", field="claims"
+            )
+        if not isinstance(self.claim_parser, str) or not self.claim_parser.strip():
+            raise InputError(
+                f"expected auto, off or a spaCy pipeline, found {self.claim_parser!r}",
+                field="claim_parser",
             )
         if self.extractor == "seq2seq" and not self.extractor_model:
             raise InputError(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, workers
-from .claims import ExtractorConfig, Segmenter, build_extractor
+from .claims import ExtractorConfig, Segmenter, build_extractor, resolve_parser_name
 from .config import ENGINE_SETTINGS, EvalConfig
 from .errors import InputError
 from .io import atomic_writer, dumps_json, item_to_dict, iter_items, write_json
@@ -130,6 +130,8 @@ class Evaluator:
                     kind=c.extractor,
                     lang=c.lang,
                     spacy_model=c.spacy_model,
+                    mode=c.claims,
+                    parser=c.claim_parser,
                     model=c.extractor_model,
                     device=c.device,
                     batch_size=c.extractor_batch_size,
@@ -265,7 +267,10 @@ class Evaluator:
             model = model_fingerprint(c.extractor_model) if c.extractor_model else "-"
             self._claim_cache = ClaimCache(
                 c.cache,
-                namespace=f"claims-v{__version__};{c.extractor};{c.lang};{c.spacy_model};{model}",
+                namespace=(
+                    f"claims-v{__version__};{c.extractor};{c.lang};{c.spacy_model};{model};"
+                    f"{c.claims};{resolve_parser_name(c.claim_parser) or 'rules'}"
+                ),
             )
         return self._claim_cache
 
@@ -284,13 +289,13 @@ class Evaluator:
             hits = cache.get_many(sorted(set(hashes.values())))
             for i in todo:
                 if hashes[i] in hits:
-                    out[i] = [Claim(text=t, start=s, end=e) for t, s, e in hits[hashes[i]]]
+                    out[i] = [Claim.from_row(row) for row in hits[hashes[i]]]
             todo = [i for i in todo if hashes[i] not in hits]
         extracted = self.extractor.extract_many([texts[i] for i in todo]) if todo else []
         for i, claims in zip(todo, extracted, strict=True):
             out[i] = claims
         if cache is not None and todo:
-            cache.put_many({hashes[i]: [(c.text, c.start, c.end) for c in out[i]] for i in todo})
+            cache.put_many({hashes[i]: [tuple(c.to_row()) for c in out[i]] for i in todo})
         return out
 
     def _plan(
@@ -382,6 +387,8 @@ class Evaluator:
         rows = []
         for k, claim in enumerate(claims):
             entry: dict[str, Any] = {"claim": claim.text, "span": [claim.start, claim.end]}
+            if claim.original is not None:
+                entry["original"] = claim.original  # as written; "claim" is what was checked
             if chunk_check in plan:
                 idx = plan[chunk_check][k]
                 parts = [results[i].probs if i is not None else (0.0, 1.0, 0.0) for i in idx]
@@ -685,6 +692,8 @@ def _manifest(
         "model": model,
         "versions": versions,
         "config": config.to_dict(),
+        # "auto" depends on what is installed: record what claims were actually built with.
+        "claim_parser": resolve_parser_name(config.claim_parser) or "rules",
         "metrics_computed": list(evaluator.metrics),
         "counts": counts,
         "timings": {**timings, "pairs_per_s": round(pairs / checking, 2) if checking else None},
