@@ -547,12 +547,18 @@ class Segmenter:
             )
             for (t_index, b_index, block), b_start, doc in zip(blocks, starts, docs, strict=True):
                 found: list[tuple[int, int]] = []
+                real = texts[t_index][b_start : block.end]
                 for sent in doc.sents:
                     s, e = sent.start_char, sent.end_char
                     seg = doc.text[s:e]
                     # Trim whitespace so spans point at text.
                     s += len(seg) - len(seg.lstrip())
                     e -= len(seg) - len(seg.rstrip())
+                    # Take back the markup masked at the edges ("[" of a leading link).
+                    while s > 0 and doc.text[s - 1] == " " and not real[s - 1].isspace():
+                        s -= 1
+                    while e < len(real) and doc.text[e] == " " and not real[e].isspace():
+                        e += 1
                     if e > s:
                         found.append((b_start + s, b_start + e))
                 for k, (s, e) in enumerate(found):
@@ -614,7 +620,7 @@ _EXPLETIVE_VERBS = frozenset(
 _EXPLETIVE_MARKS = frozenset({"that", "to", "whether", "if", "how", "why", "when"})
 _LEADIN_VERBS = frozenset(
     "include includes included including are were is was as like contain contains involve "
-    "involves comprise comprises cover covers feature features".split()
+    "involves comprise comprises".split()
 )
 _COORD_RE = re.compile(r",?\s+(?:and|but)\s+|;\s+")
 _TERM_RE = re.compile(r"^(?P<term>[^:：]{1,60}?)\s*[:：]\s+(?P<rest>\S.*)$")
@@ -681,8 +687,15 @@ class RuleAnalyzer:
         subject, verb_at = found
         verb = words[verb_at][1]
         plural = True if verb in _PLURAL_AUX else False if verb in _SINGULAR_AUX else None
-        first = subject.split()[0].casefold()
-        person = plural is False and first not in _DETERMINERS and subject[:1].isupper()
+        names = subject.split()
+        # A person's name: one to three capitalised words ("Albert Einstein", not "Pride and
+        # Prejudice" or "The Nile").
+        person = (
+            plural is False
+            and len(names) <= 3
+            and all(n[:1].isupper() for n in names)
+            and names[0].casefold() not in _DETERMINERS
+        )
         out = [Referent(subject, plural, person)]
         if verb in ("has", "have", "had"):
             obj: list[str] = []
@@ -898,7 +911,8 @@ class ParserAnalyzer(RuleAnalyzer):
             parts.append((start, end, prefix))
             start, prefix = conj.left_edge.idx, new_prefix
         parts.append((start, len(claim), prefix))
-        return parts
+        # Clauses the parse leaves joined ("…; the lake is deep") still get the rules.
+        return parts if len(parts) > 1 else super().clause_parts(claim)
 
 
 def resolve_parser_name(setting: str | None) -> str | None:
@@ -1089,22 +1103,25 @@ class ClaimBuilder:
         """The sentence with what it needs from its context to be checked alone, and the
         referent its leading subject pronoun stood for (it carries to the next sentence)."""
         item_start = seg.kind == "item" and first_in_block
+        term = _TERM_RE.match(m.text) if item_start else None
+        if (
+            term
+            and len(term["term"].split()) <= 6
+            and not any(n in _AUX for _, n in _words(term["term"]))
+        ):
+            # "**Term**: explanation": the term is the item's subject, not the lead-in's object.
+            at = term.start("rest")
+            pronoun = self.analyzer.leading_pronoun(m.text[at:])
+            if pronoun and pronoun not in _PERSON_PRONOUNS:
+                referent = Referent(term["term"], None)
+                return self._replace(m, at + len(pronoun), pronoun, referent)
+            return m, None
         if item_start and lead and self.analyzer.is_fragment(m.text):
             words = lead.split()
             verbal = bool(words) and _norm(words[-1]) in _LEADIN_VERBS
             joint = Mapped.inserted(f"{lead} " if verbal else f"{lead}: ")
             body = _lowered(m) if verbal else m
             return joint + _terminated(body.strip(".;,")), None
-        if item_start:
-            term = _TERM_RE.match(m.text)
-            if term and len(term["term"].split()) <= 6:
-                if not any(n in _AUX for _, n in _words(term["term"])):
-                    at = term.start("rest")
-                    pronoun = self.analyzer.leading_pronoun(m.text[at:])
-                    if pronoun and pronoun not in _PERSON_PRONOUNS:
-                        return self._replace(
-                            m, at + len(pronoun), pronoun, Referent(term["term"], None)
-                        )
         if previous:
             pronoun = self.analyzer.leading_pronoun(m.text)
             if pronoun:
@@ -1127,9 +1144,9 @@ class ClaimBuilder:
         src = [-1] * len(phrase)
         src[0], src[-1] = m.src[0], m.src[cut - 1]
         replaced = Mapped(phrase, tuple(src)) + m.slice(cut, len(m.text))
-        if pronoun in _POSSESSIVE_PRONOUNS:
-            return replaced, None
-        # The pronoun fixes the number of a referent that had none (a list item's term).
+        # What the pronoun stood for stays the topic: "Their names are … They were …" is
+        # about the moons, not the names. The pronoun fixes the number of a referent that had
+        # none (a list item's term).
         return replaced, Referent(
             referent.phrase, pronoun in _PLURAL_PRONOUNS, pronoun in _PERSON_PRONOUNS
         )
