@@ -15,6 +15,7 @@ as written is kept in :attr:`Claim.original` wherever the checked text differs f
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import logging
@@ -323,15 +324,6 @@ class Segment:
     header: tuple[tuple[int, int], ...] = ()
 
 
-@dataclass(frozen=True)
-class _Block:
-    start: int
-    end: int
-    kind: str
-    indent: int = 0
-    header: tuple[tuple[int, int], ...] = ()
-
-
 def _cells(text: str, start: int, end: int) -> tuple[tuple[int, int], ...]:
     """Spans of a table row's cells (outer pipes and surrounding spaces excluded)."""
     bounds = [start - 1]
@@ -364,8 +356,9 @@ def _is_table_sep(line: str) -> bool:
     return "|" in line and bool(_TABLE_SEP_RE.match(line)) and "-" in line
 
 
-def _blocks(text: str) -> list[_Block]:
-    """Split text into markdown blocks: paragraphs, list items, table rows and breaks.
+def _blocks(text: str) -> list[Segment]:
+    """Split text into markdown blocks (``block`` = their index): paragraphs, list items, table
+    rows and breaks.
 
     Headings, rules and table separators become ``break`` blocks (no text); a one-line
     paragraph underlined with === / --- is a setext heading and is dropped. An indented line
@@ -377,14 +370,14 @@ def _blocks(text: str) -> list[_Block]:
         content = line.rstrip("\r\n")
         lines.append((pos, pos + len(content), content))
         pos += len(line)
-    blocks: list[_Block] = []
+    blocks: list[Segment] = []
     para: list[int] = []  # [start, end, n_lines] of the open paragraph
     header: tuple[tuple[int, int], ...] = ()
     in_table = item_open = False
 
     def flush(drop: bool = False) -> None:
         if para and not drop:
-            blocks.append(_Block(para[0], para[1], "para"))
+            blocks.append(Segment(para[0], para[1], "para", len(blocks)))
         para.clear()
 
     for k, (start, end, content) in enumerate(lines):
@@ -392,27 +385,26 @@ def _blocks(text: str) -> list[_Block]:
         if _is_table_sep(content):
             if para and para[2] == 1 and "|" in text[para[0] : para[1]]:
                 # "a | b" then "---|---": the paragraph line was the header row.
-                blocks.append(_Block(para[0], para[1], "header"))
+                blocks.append(Segment(para[0], para[1], "header", len(blocks)))
                 para.clear()
             flush()
             if blocks and blocks[-1].kind in ("row", "header") and blocks[-1].end < start:
-                last = blocks[-1]
-                blocks[-1] = _Block(last.start, last.end, "header")
+                blocks[-1] = dataclasses.replace(blocks[-1], kind="header")
             header = _cells(text, blocks[-1].start, blocks[-1].end) if blocks else ()
             if not blocks or blocks[-1].kind != "header":
                 header = ()
             in_table, item_open = True, False
             continue
         if in_table and "|" in content and content.strip():
-            blocks.append(_Block(start, end, "row", header=header))
+            blocks.append(Segment(start, end, "row", len(blocks), header=header))
             continue
         if in_table:
             in_table, header = False, ()
-            blocks.append(_Block(start, start, "break"))
+            blocks.append(Segment(start, start, "break", len(blocks)))
         if content.lstrip().startswith("|") or ("|" in content and _is_table_sep(nxt)):
             flush()
             kind = "header" if _is_table_sep(nxt) else "row"
-            blocks.append(_Block(start, end, kind))
+            blocks.append(Segment(start, end, kind, len(blocks)))
             item_open = False
             continue
         if not content.strip():
@@ -423,19 +415,18 @@ def _blocks(text: str) -> list[_Block]:
         if _HEADING_RE.match(content) or is_setext or _TABLE_RULE_RE.match(content):
             # A longer paragraph above --- is kept (LLMs often put a rule after content).
             flush(drop=is_setext and para[2] == 1)
-            blocks.append(_Block(start, start, "break"))
+            blocks.append(Segment(start, start, "break", len(blocks)))
             item_open = False
             continue
         bullet = _LIST_RE.match(content)
         if bullet:
             flush()
             indent = len(bullet.group(1).expandtabs(4))
-            blocks.append(_Block(start, end, "item", indent=indent))
+            blocks.append(Segment(start, end, "item", len(blocks), indent))
             item_open = True
             continue
         if item_open and not para and content[:1].isspace():
-            last = blocks[-1]
-            blocks[-1] = _Block(last.start, end, "item", indent=last.indent)
+            blocks[-1] = dataclasses.replace(blocks[-1], end=end)
             continue
         item_open = False
         if para:
@@ -523,29 +514,26 @@ class Segmenter:
     def segments_many(self, texts: Sequence[str]) -> list[list[Segment]]:
         """Sentences with their markdown block for many texts, batched through spaCy per
         language; in text order."""
-        jobs: dict[str, list[tuple[int, int, _Block]]] = {}
+        jobs: dict[str, list[tuple[int, Segment]]] = {}
         out: list[list[Segment]] = [[] for _ in texts]
         for t_index, text in enumerate(texts):
             lang = self.lang_for(text)
-            for b_index, block in enumerate(_blocks(text)):
+            for block in _blocks(text):
                 if block.kind in ("para", "item"):
-                    jobs.setdefault(lang, []).append((t_index, b_index, block))
+                    jobs.setdefault(lang, []).append((t_index, block))
                 else:
-                    out[t_index].append(
-                        Segment(block.start, block.end, block.kind, b_index, header=block.header)
-                    )
+                    out[t_index].append(block)
         for lang, blocks in jobs.items():
             nlp = self._nlp(lang)
             # A list item is split after its bullet: "1." alone must not be a sentence.
             starts = [
                 _leading_end(texts[t], b.start, b.end) if b.kind == "item" else b.start
-                for t, _, b in blocks
+                for t, b in blocks
             ]
             docs = nlp.pipe(
-                _mask_markup(texts[t][s : b.end])
-                for (t, _, b), s in zip(blocks, starts, strict=True)
+                _mask_markup(texts[t][s : b.end]) for (t, b), s in zip(blocks, starts, strict=True)
             )
-            for (t_index, b_index, block), b_start, doc in zip(blocks, starts, docs, strict=True):
+            for (t_index, block), b_start, doc in zip(blocks, starts, docs, strict=True):
                 found: list[tuple[int, int]] = []
                 real = texts[t_index][b_start : block.end]
                 for sent in doc.sents:
@@ -562,9 +550,8 @@ class Segmenter:
                     if e > s:
                         found.append((b_start + s, b_start + e))
                 for k, (s, e) in enumerate(found):
-                    out[t_index].append(
-                        Segment(s, e, block.kind, b_index, block.indent, last=k == len(found) - 1)
-                    )
+                    last = k == len(found) - 1
+                    out[t_index].append(dataclasses.replace(block, start=s, end=e, last=last))
         for segs in out:
             segs.sort(key=lambda g: (g.block, g.start))
         return out
