@@ -67,7 +67,9 @@ _EMPHASIS_RES = (
     re.compile(r"~~(.+?)~~"),
 )
 # Markers left unpaired, e.g. "corpora**:" when a sentence split cut a bold span in two.
-_STRAY_MARK_RE = re.compile(r"\*\*+|__+|~~|(?<=\w)\*+|\*+(?=\w)|(?<![A-Za-z0-9])_(?=[A-Za-z0-9])")
+_STRAY_MARK_RE = re.compile(
+    r"\*\*+|__+|~~|(?<=[^\W\d_])\*+|\*+(?=[^\W\d_])|(?<![A-Za-z0-9])_(?=[A-Za-z0-9])"
+)
 _INLINE_HEADING_RE = re.compile(r"(?:^|(?<=\s))#{1,6}(?=\s)")
 _WS_RE = re.compile(r"\s+")
 _SPACE_BEFORE_PUNCT_RE = re.compile(r"\s+([.,;:!?。、！？])")
@@ -211,7 +213,14 @@ def strip_debris(segment: Mapped) -> Mapped:
     m = m.sub(_INLINE_HEADING_RE, _drop, frozen)
     m = m.sub(_WS_RE, _space)
     m = m.sub(_SPACE_BEFORE_PUNCT_RE, _group(1))
-    return m.strip().strip("*_").strip()
+    m = m.strip()
+    # Leftover * and _ at the ends go, unless they are code ("`__init__` is called first").
+    start, end = 0, len(m.text)
+    while start < end and m.text[start] in "*_" and m.src[start] not in frozen:
+        start += 1
+    while end > start and m.text[end - 1] in "*_" and m.src[end - 1] not in frozen:
+        end -= 1
+    return m.slice(start, end).strip()
 
 
 def source_span(

@@ -95,6 +95,8 @@ def _check_spans(text: str, claims: list[Claim], parts: bool = False) -> None:
         ("The ## inline heading marker is dropped.", "The inline heading marker is dropped.", None),
         ("Cited twice [1](https://x.org) and [2].", "Cited twice and.", None),
         ("2 * 3 = 6 is simple math.", "2 * 3 = 6 is simple math.", None),
+        ("So 5*3 = 15 holds here.", "So 5*3 = 15 holds here.", None),
+        ("`__init__` is called first.", "__init__ is called first.", None),
     ],
 )
 def test_debris_removed_anywhere(segment: str, claim: str, region: str | None) -> None:
