@@ -579,6 +579,7 @@ _POSSESSIVE_PRONOUNS = frozenset({"Its", "Their", "His", "Her"})
 _PLURAL_PRONOUNS = frozenset({"They", "Their", "These", "Those"})
 _PERSON_PRONOUNS = frozenset({"He", "She", "His", "Her"})
 _DEMONSTRATIVES = frozenset({"This", "These", "That", "Those"})
+_STATEMENT_PRONOUNS = frozenset({"This", "That"})
 _PRONOUN_RE = re.compile(r"(It|They|He|She|This|These|That|Those|Its|Their|His|Her)\s+(\S+)")
 _PRONOUN_WORDS = frozenset(
     w.casefold() for w in (*_SUBJECT_PRONOUNS, *_POSSESSIVE_PRONOUNS, "we", "you", "i", "our")
@@ -837,7 +838,13 @@ class ParserAnalyzer(RuleAnalyzer):
         if len(phrase.split()) > 8 or phrase.split()[0].casefold() in _NOT_SUBJECT:
             return []
         plural: bool | None = None
-        if subj.tag_ in ("NNS", "NNPS") or any(c.dep_ == "conj" for c in subj.children):
+        # The verb's number decides ("Pride and Prejudice was …"), else the noun's.
+        finite = [c for c in root.children if c.dep_ in ("aux", "auxpass")][:1] or [root]
+        if finite[0].lower_ in _SINGULAR_AUX or finite[0].tag_ == "VBZ":
+            plural = False
+        elif finite[0].lower_ in _PLURAL_AUX or finite[0].tag_ == "VBP":
+            plural = True
+        elif subj.tag_ in ("NNS", "NNPS") or any(c.dep_ == "conj" for c in subj.children):
             plural = True
         elif subj.tag_ in ("NN", "NNP"):
             plural = False
@@ -985,9 +992,10 @@ class ClaimBuilder:
     * the first sentence of a list item that is a fragment gets the lead-in above it
       ("Benefits include:" + "lower cost" → "Benefits include lower cost.");
     * "Term: It/They/These …" in a list item → the pronoun becomes the term;
-    * a leading pronoun (It, They, Their, He, She, His, Her, Its, This, These, That, Those)
-      becomes the previous sentence's subject (or, after "X has Y", "X's Y") when one is found
-      that agrees in number; otherwise the claim is kept as written;
+    * a leading pronoun (It, They, Their, He, She, His, Her, Its, These, Those) becomes the
+      previous sentence's subject (or, after "X has Y", "X's Y") when one is found that agrees
+      in number; otherwise the claim is kept as written. "This"/"That" mostly stand for the
+      whole previous statement, so only a list item's term replaces them;
     * ``mode='atomic'`` splits coordinated clauses ("X was born in 1879 and died in 1955." →
       "X was born in 1879." + "X died in 1955.").
     """
@@ -1120,7 +1128,9 @@ class ClaimBuilder:
             return joint + _terminated(body.strip(".;,")), None
         if previous:
             pronoun = self.analyzer.leading_pronoun(m.text)
-            if pronoun:
+            # "This"/"That" after a sentence mostly stand for the whole statement ("… 330 m
+            # tall. This is a record."), not its subject: only a list item's term gets them.
+            if pronoun and pronoun not in _STATEMENT_PRONOUNS:
                 candidates = [carried] if carried else []
                 for referent in [*candidates, *self.analyzer.referents(previous)]:
                     if referent.fits(pronoun):
@@ -1160,7 +1170,7 @@ class ClaimBuilder:
             part = _terminated(_capitalised(part))
             if out:
                 pronoun = self.analyzer.leading_pronoun(part.text)
-                if pronoun:
+                if pronoun and pronoun not in _STATEMENT_PRONOUNS:
                     fits = [r for r in self.analyzer.referents(out[-1].text) if r.fits(pronoun)]
                     if fits:
                         part = self._replace(part, len(pronoun), pronoun, fits[0])[0]

@@ -300,8 +300,18 @@ def test_pronouns_get_their_referents() -> None:
         ("Bees can see ultraviolet light. They make honey.", "They make honey."),
         # A chain: the second "It" is the Nile too.
         ("The Nile is long. It flows north. It ends in a delta.", "The Nile ends in a delta."),
-        # "This" followed by a verb is a pronoun.
-        ("The tower is 330 metres tall. This is a record.", "The tower is a record."),
+        # "This" stands for the statement, not the tower: left alone.
+        ("The tower is 330 metres tall. This is a record.", "This is a record."),
+        # "These" stands for a plural subject.
+        (
+            "Phobos and Deimos are small moons. These are irregular in shape.",
+            "Phobos and Deimos are irregular in shape.",
+        ),
+        # The verb's number decides: a title with "and" is one thing.
+        (
+            "Pride and Prejudice was written by Jane Austen. It was published in 1813.",
+            "Pride and Prejudice was published in 1813.",
+        ),
         # A lower-case "it" inside a sentence is not a leading pronoun.
         ("The Nile is long. Egypt depends on it for water.", "Egypt depends on it for water."),
     ],
