@@ -13,8 +13,9 @@ reported numbers never come from pairs the head was fitted on.
 
 Each pair goes through the engine's windowed checker (argmax switched off); the deciding
 window's probabilities and pair features (``ragcheck_local.calibration``) are the inputs of a
-3-class logistic regression. Every set weighs the same in the fit, and within a set every gold
-class weighs the same (the targets are balanced accuracies).
+3-class logistic regression. Within a set every gold class weighs the same (the targets are
+balanced accuracies); the sets weigh ``--set-weight`` each (default: Factcheck-GPT, real LLM
+claims against retrieved passages and so the closest to RAG checking, 2; the others 1).
 
     python scripts/calibrate.py --model models/ragcheck-nli-minilm-l6 --write
 """
@@ -146,15 +147,22 @@ def scores(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     return {"acc": float((pred == gold).mean()), "bal_acc_entailment": float(bal), "n": len(gold)}
 
 
-def sample_weights(groups: Sequence[tuple[str, int]]) -> np.ndarray:
-    """Every set sums to 1, every gold class within a set to the same share."""
+def sample_weights(
+    groups: Sequence[tuple[str, int]], set_weights: dict[str, float] | None = None
+) -> np.ndarray:
+    """Every set sums to its weight (default 1), every gold class within a set to the same
+    share of it."""
+    set_weights = set_weights or {}
     counts: dict[tuple[str, int], int] = {}
     classes: dict[str, set[int]] = {}
     for name, label in groups:
         counts[(name, label)] = counts.get((name, label), 0) + 1
         classes.setdefault(name, set()).add(label)
     return np.asarray(
-        [1.0 / (len(classes[name]) * counts[(name, label)]) for name, label in groups]
+        [
+            set_weights.get(name, 1.0) / (len(classes[name]) * counts[(name, label)])
+            for name, label in groups
+        ]
     )
 
 
@@ -166,6 +174,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--limit", type=int, default=0, help="at most N pairs per set (0 = all)")
     ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument(
+        "--set-weight", action="append", default=[], metavar="PREFIX=W",
+        help="weight of the calibration sets whose name starts with PREFIX (default "
+        "factcheck=2, others 1)",
+    )  # fmt: skip
     ap.add_argument("--write", action="store_true", help=f"write the head into {METADATA_FILE}")
     ap.add_argument("--json", type=Path, default=None, help="also write the report here")
     a = ap.parse_args(argv)
@@ -187,8 +200,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     x = np.concatenate([feats[d.name] for d in calib_sets])
     y = np.concatenate([np.asarray(d.labels) for d in calib_sets])
     groups = [(d.name, lab) for d in calib_sets for lab in d.labels]
-    theta = fit_logistic(x, y, sample_weights(groups), l2=a.l2)
-    fitted_on = ", ".join(f"{d.name} ({len(d.pairs)} pairs)" for d in calib_sets)
+    prefixes = {"factcheck": 2.0}
+    for spec in a.set_weight:
+        prefix, sep, value = spec.partition("=")
+        try:
+            prefixes[prefix] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or prefixes[prefix] < 0:
+            ap.error(f"--set-weight expects PREFIX=W with W >= 0, got {spec!r}")
+    set_weights = {
+        d.name: next((w for p, w in prefixes.items() if d.name.startswith(p)), 1.0)
+        for d in calib_sets
+    }
+    theta = fit_logistic(x, y, sample_weights(groups, set_weights), l2=a.l2)
+    fitted_on = ", ".join(
+        f"{d.name} ({len(d.pairs)} pairs, weight {set_weights[d.name]:g})" for d in calib_sets
+    )
     head = Calibration(
         weights=tuple(tuple(round(float(w), 6) for w in row) for row in theta),
         features=FEATURES,

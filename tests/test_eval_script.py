@@ -173,7 +173,8 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     meta = json.loads((model / "ragcheck.json").read_text())
     assert meta["languages"] == ["en"]  # other keys are kept
     head = load_calibration(model)
-    assert head is not None and "sick_trial (3 pairs)" in head.fitted_on
+    assert head is not None and "sick_trial (3 pairs, weight 1)" in head.fitted_on
+    assert "factcheck_dev_calib" in head.fitted_on and "weight 2" in head.fitted_on
     sets = set(json.loads(report.read_text())["report"])
     assert {"factcheck_dev_calib", "factcheck_dev_report", "lingnli_val_calib"} <= sets
     # The fitted and the reporting halves never share a pair.
@@ -187,6 +188,8 @@ def test_sample_weights_balance_sets_and_classes() -> None:
     calib = load_calibrate()
     w = calib.sample_weights([("a", 0), ("a", 0), ("a", 1), ("b", 2)])
     assert w.tolist() == [0.25, 0.25, 0.5, 1.0]
+    w = calib.sample_weights([("a", 0), ("b", 2)], {"a": 2.0})
+    assert w.tolist() == [2.0, 1.0]
 
 
 def test_unrelated_pairs_never_keep_a_premise() -> None:
