@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+import typing
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -77,6 +78,48 @@ def main(verbose: bool) -> None:
     )
 
 
+CLI_ALIASES: dict[str, tuple[str, ...]] = {
+    "batch_size": ("--batch_size_checker",),
+    "input_format": ("--format",),
+}
+"""Other spellings of our flags (RAGChecker's, and the short ones of earlier releases)."""
+CUSTOM_FLAGS = ("metrics", "column_map", "progress")
+"""Settings whose flag is written by hand below (repeatable flags; ``--quiet``)."""
+
+
+def _click_type(dotted: str) -> Any:
+    """The click type of a setting: its ``Literal`` choices, else its number type."""
+    from . import config
+
+    options = config.choices(dotted)
+    if options:
+        return click.Choice(options)
+    section, name = dotted.split(".")
+    hint = typing.get_type_hints(config.SECTIONS[section])[name]
+    kinds = {a for a in (*typing.get_args(hint), hint) if a in (int, float)}
+    return float if float in kinds else int if int in kinds else None
+
+
+def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """One ``--flag`` per flat setting (:data:`config.FLAT_KEYS`), typed and documented from
+    the config's fields, so the flags cannot drift from the config."""
+    from . import config
+
+    for flat, (dotted, *_) in reversed(config.FLAT_KEYS.items()):
+        if flat in CUSTOM_FLAGS:
+            continue
+        flag = f"--{flat.replace('_', '-')}"
+        names = (flag, *CLI_ALIASES.get(flat, ()))
+        help_text = config.field_of(dotted).metadata.get("help")
+        if config.field_of(dotted).type in (bool, "bool"):
+            names = (f"{flag}/--no-{flag[2:]}",)
+            option = click.option(*names, flat, default=None, help=help_text)
+        else:
+            option = click.option(*names, flat, type=_click_type(dotted), help=help_text)
+        command = option(command)
+    return command
+
+
 @main.command(context_settings={"ignore_unknown_options": False})
 @click.option(
     "--input",
@@ -96,89 +139,28 @@ def main(verbose: bool) -> None:
     type=click.Path(dir_okay=False),
     help="Output JSON (RAGChecker format).",
 )
-@click.option("--nli-model", help="Local NLI model directory (default: the bundled model).")
-@click.option(
-    "--metrics",
-    multiple=True,
-    help="Metric or group names (repeat, comma-separate, or list after the flag).",
-)
 @click.option(
     "--config",
     "preset",
     default="default",
     show_default=True,
-    help="Preset name in configs/ or a YAML path.",
-)
-@click.option("--device", help="auto | cpu | cuda | cuda:N | mps")
-@click.option("--dtype", type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
-@click.option(
-    "--batch-size",
-    "--batch_size_checker",
-    "batch_size",
-    type=int,
-    help="Most pairs per forward pass.",
-)
-@click.option("--max-batch-tokens", type=int, help="Token budget per forward pass.")
-@click.option("--max-length", type=int, help="Tokens per (window, claim) pair.")
-@click.option("--window-overlap", type=int, help="Sentences shared by consecutive windows.")
-@click.option("--backend", type=click.Choice(["torch", "onnx"]))
-@click.option("--compile/--no-compile", "compile_", default=None, help="torch.compile (GPU).")
-@click.option(
-    "--prefilter",
-    type=click.Choice(["off", "lexical", "embedding"]),
-    help="Label clearly unrelated chunk-claim pairs Neutral without the NLI model.",
+    help="Preset name (default, cpu, gpu) or a YAML path.",
 )
 @click.option(
-    "--prefilter-threshold", type=float, help="Lexical relevance below which pairs are skipped."
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="SECTION.FIELD=VALUE",
+    help="Set any config field, e.g. --set nli.max_length=256 (repeatable; after the flags).",
 )
-@click.option("--lang", help="auto | en | ja | ... (spaCy language code).")
-@click.option("--spacy-model", help="Installed spaCy pipeline name or path for sentences.")
-@click.option("--extractor", type=click.Choice(["sentence", "seq2seq"]))
-@click.option("--extractor-model", help="Local seq2seq model directory (--extractor seq2seq).")
+@config_options
 @click.option(
-    "--claims",
-    type=click.Choice(["sentence", "atomic"]),
-    help="One claim per sentence, or coordinated clauses split into separate claims.",
-)
-@click.option(
-    "--claim-parser",
-    help="English parser for pronouns/lead-ins/atomic claims: auto | off | spaCy pipeline.",
-)
-@click.option(
-    "--empty-policy",
-    type=click.Choice(["zero", "skip"]),
-    help="Items without claims count as 0 (RAGChecker) or are skipped.",
-)
-@click.option(
-    "--on-error",
-    type=click.Choice(["raise", "skip"]),
-    help="Stop at the first bad record, or record it as rejected and go on.",
-)
-@click.option(
-    "--format",
-    "input_format",
-    type=click.Choice(["auto", "ragchecker", "jsonl", "parquet", "csv", "json-table"]),
+    "--metrics",
+    multiple=True,
+    help="Metric or group names (repeat, comma-separate, or list after the flag).",
 )
 @click.option("--column-map", multiple=True, help="SOURCE=FIELD pairs, e.g. question=query.")
-@click.option(
-    "--cache", "cache", type=click.Path(dir_okay=False), help="SQLite cache of NLI probabilities."
-)
 @click.option("--no-cache", is_flag=True, help="Ignore any cache setting.")
-@click.option("--shard", help="Evaluate only shard I of N (I/N, by query_id).")
-@click.option("--resume", is_flag=True, default=None, help="Continue an interrupted run.")
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "ray"]),
-    help="local (this process) or ray (Ray Data; pip install 'ragcheck_local[ray]').",
-)
-@click.option("--ray-address", help="Ray cluster to join, e.g. auto (default: $RAY_ADDRESS/local).")
-@click.option("--num-actors", type=int, help="NLI actors (--engine ray; default: one per GPU).")
-@click.option("--num-gpus-per-actor", type=float, help="GPUs per NLI actor (--engine ray).")
-@click.option(
-    "--devices",
-    help="One worker process per device, e.g. cuda:0,cuda:1 (default auto: every GPU when "
-    "several are visible).",
-)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--extractor_name", "--checker_name", "ignored", multiple=True, hidden=True)
 @click.option(
@@ -193,19 +175,19 @@ def main(verbose: bool) -> None:
 def evaluate(
     input_path: str,
     output_path: str,
-    nli_model: str | None,
-    metrics: tuple[str, ...],
     preset: str,
+    settings: tuple[str, ...],
+    metrics: tuple[str, ...],
+    column_map: tuple[str, ...],
     extra_metrics: tuple[str, ...],
     quiet: bool,
     no_cache: bool,
-    compile_: bool | None,
     ignored: tuple[str, ...],
     ignored_int: tuple[int, ...],
     **options: Any,
 ) -> None:
     """Evaluate a RAG results file and write RAGChecker-format output."""
-    from .config import build_config
+    from .config import build_config, parse_set
     from .pipeline import evaluate as run_evaluation
 
     if extra_metrics and not metrics:
@@ -218,20 +200,18 @@ def evaluate(
         )
     names = [n.strip() for m in (*metrics, *extra_metrics) for n in m.split(",") if n.strip()]
     overrides = {k: v for k, v in options.items() if v is not None}
-    overrides.update(nli_model=nli_model, compile=compile_)
     if names:
         overrides["metrics"] = tuple(names)
-    if overrides.get("column_map"):
-        from .io import parse_column_map
+    if column_map:
+        from .formats.input import parse_column_map
 
-        overrides["column_map"] = tuple(parse_column_map(overrides["column_map"]).items())
-    else:
-        overrides.pop("column_map", None)
+        overrides["column_map"] = tuple(parse_column_map(column_map).items())
     if quiet:
         overrides["progress"] = False
+    overrides.update(parse_set(settings))
     config = build_config(preset, overrides)
     if no_cache:
-        config = dataclasses.replace(config, cache=None)
+        config = dataclasses.replace(config, run=dataclasses.replace(config.run, cache=None))
     summary = run_evaluation(input_path, output_path, config)
     click.echo(_format_metrics(summary.output["metrics"]))
     counts = summary.counts
@@ -249,7 +229,7 @@ def evaluate(
 @click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--metrics", multiple=True, help="Metric or group names (default all_metrics).")
 @click.option(
-    "--empty-policy", type=click.Choice(["zero", "skip"]), default="zero", show_default=True
+    "--empty-policy", type=_click_type("run.empty_policy"), default="zero", show_default=True
 )
 def recompute(
     input_path: str, output_path: str, metrics: tuple[str, ...], empty_policy: str
@@ -307,7 +287,7 @@ def report(
     title: str | None,
 ) -> None:
     """Render an output file (ours or RAGChecker's) as an offline HTML and/or Markdown report."""
-    from .io import write_text
+    from .formats.files import write_text
     from .report import build_html, build_markdown, load_output
 
     targets = [(p, build_html) for p in (html_path,) if p]
@@ -340,7 +320,7 @@ def compare(
     run_a: str, run_b: str, output_path: str | None, lang: str, n_boot: int, seed: int
 ) -> None:
     """Compare run B with run A: metric deltas with bootstrap CIs, changed claim verdicts."""
-    from .io import write_text
+    from .formats.files import write_text
     from .report import (
         build_compare_html,
         build_compare_markdown,

@@ -367,7 +367,7 @@ def test_unknown_claims_mode() -> None:
     assert info.value.field == "--claims"
     with pytest.raises(InputError, match="'clauses'") as info:
         build_config("default", {"claims": "clauses"})
-    assert info.value.field == "claims"
+    assert info.value.field == "claims.mode"
 
 
 # --------------------------------------------------------------------------- Japanese
@@ -496,7 +496,7 @@ def test_evaluate_records_original_and_checks_resolved_text(
     assert response[slice(*details[1]["span"])] == "It flows north and floods yearly."
     manifest = json.loads((tmp_path / "out.manifest.json").read_text(encoding="utf-8"))
     assert manifest["claim_parser"] == "rules"
-    assert manifest["config"]["claims"] == "atomic"
+    assert manifest["config"]["claims"]["mode"] == "atomic"
     # A second run reads the claims (originals included) from the cache.
     _, again = run(tmp_path, lexical_model, items, **overrides)
     assert again["results"][0]["claim_details"] == result["claim_details"]

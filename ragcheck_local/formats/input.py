@@ -1,4 +1,4 @@
-"""Reading and validating input records; writing outputs atomically.
+"""The input format: reading and validating input records.
 
 Formats: RAGChecker JSON (``{"results": [...]}`` or a bare list), JSON Lines (one result per
 line), and Parquet / CSV / JSON-table files through Hugging Face ``datasets``. Records stream in
@@ -8,18 +8,15 @@ value found.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from .errors import InputError, show_value
-from .records import Chunk, RagItem, Rejected
+from ..errors import InputError, show_value
+from ..records import Chunk, RagItem, Rejected
+from .files import decode_text
 
 logger = logging.getLogger(__name__)
 
@@ -87,18 +84,8 @@ def _looks_like_jsonl(path: Path) -> bool:
         return False
 
 
-def _decode(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad = data[exc.start : exc.start + 4]
-        raise InputError(
-            f"not valid UTF-8 at byte {exc.start}: {bad!r}", record=where, field="(encoding)"
-        ) from None
-
-
 def _iter_ragchecker(path: Path) -> Iterator[tuple[str, Any]]:
-    text = _decode(path.read_bytes(), path.name)
+    text = decode_text(path.read_bytes(), path.name)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -129,7 +116,7 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
         for lineno, line in enumerate(fh, start=1):
             where = f"line {lineno}"
             try:
-                stripped = _decode(line, where).strip()
+                stripped = decode_text(line, where).strip()
             except InputError as exc:
                 # One bad line is one bad record: under on_error='skip' the rest still loads.
                 yield where, exc
@@ -275,14 +262,6 @@ def validate_record(raw: Any, locator: str, column_map: Mapping[str, str] | None
     )
 
 
-@dataclass(frozen=True)
-class ReadResult:
-    """Validated items plus the records rejected under ``on_error='skip'``."""
-
-    items: tuple[RagItem, ...]
-    rejected: tuple[Rejected, ...]
-
-
 def iter_items(
     path: str | Path,
     *,
@@ -318,21 +297,6 @@ def iter_items(
         yield item
 
 
-def read_items(
-    path: str | Path,
-    *,
-    fmt: str = "auto",
-    column_map: Mapping[str, str] | None = None,
-    on_error: str = "raise",
-) -> ReadResult:
-    """Read and validate a whole input file."""
-    rejected: list[Rejected] = []
-    items = tuple(
-        iter_items(path, fmt=fmt, column_map=column_map, on_error=on_error, rejected=rejected)
-    )
-    return ReadResult(items=items, rejected=tuple(rejected))
-
-
 def item_to_dict(item: RagItem) -> dict[str, Any]:
     """The RAGChecker input record for an item (extra fields kept after the standard ones)."""
     out: dict[str, Any] = {
@@ -347,67 +311,3 @@ def item_to_dict(item: RagItem) -> dict[str, Any]:
     for key, value in item.extra.items():
         out.setdefault(key, value)
     return out
-
-
-@contextlib.contextmanager
-def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temp file beside ``path``; rename it over ``path`` only if the block succeeds."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp creates 0600 files; give outputs the usual umask-based mode.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        encoding = None if "b" in mode else "utf-8"
-        with os.fdopen(fd, mode, encoding=encoding) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def dumps_json(obj: Any, *, indent: int | None = 2) -> str:
-    """JSON as we write it everywhere: UTF-8 text, no \\u-escaping, NaN rejected."""
-    return json.dumps(obj, ensure_ascii=False, indent=indent, allow_nan=False)
-
-
-def write_json(path: str | Path, obj: Any, *, indent: int | None = 2) -> None:
-    """Write JSON atomically."""
-    text = dumps_json(obj, indent=indent)
-    with atomic_writer(path) as fh:
-        fh.write(text)
-        fh.write("\n")
-
-
-def write_jsonl(path: str | Path, rows: Iterable[Any]) -> None:
-    """Write JSON Lines atomically."""
-    with atomic_writer(path) as fh:
-        for row in rows:
-            fh.write(dumps_json(row, indent=None))
-            fh.write("\n")
-
-
-def write_text(path: str | Path, text: str) -> None:
-    """Write a text file atomically."""
-    with atomic_writer(path) as fh:
-        fh.write(text)
-
-
-def load_json(path: str | Path) -> Any:
-    """Read a JSON file with errors that name the file and position."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"no such file: {str(path)!r}")
-    text = _decode(path.read_bytes(), path.name)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", record=path.name
-        ) from None
