@@ -49,3 +49,48 @@ def test_obvious_pairs(nli, hypothesis: str, expected: str) -> None:
     with torch.inference_mode():
         probs = model(**enc).logits.softmax(-1)[0]
     assert model.config.id2label[int(probs.argmax())] == expected, probs.tolist()
+
+
+EIFFEL = (
+    "Construction of the Eiffel Tower began in 1887 and the tower was completed in 1889, in time "
+    "for the World's Fair held in Paris that year."
+)
+CONGO = (
+    "The Congo River is the second longest river in Africa and the deepest river in the world."
+)
+SCHOOLS = (
+    "There is no one particular day on which all schools start. Each district sets its own "
+    "calendar."
+)
+# The bundled example's pairs that the previous model got wrong (issue 9), through the engine:
+# windows, and the calibrated verdict head the model ships.
+ENGINE_CASES = (
+    (EIFFEL, "The Eiffel Tower was completed in 1925.", "Contradiction"),
+    (EIFFEL, "The Eiffel Tower was completed in 1889.", "Entailment"),
+    (CONGO, "The Nile is about 6,650 kilometres long.", "Neutral"),
+    (SCHOOLS, "There is no one particular day on which all schools start.", "Entailment"),
+)
+
+
+@pytest.fixture(scope="module")
+def checker():
+    from ragcheck_local.config import NLIConfig
+    from ragcheck_local.judge.checker import NLIChecker
+
+    return NLIChecker(NLIConfig(model=str(MODEL_DIR), device="cpu"))
+
+
+def test_ships_languages_and_a_calibration(checker) -> None:
+    from ragcheck_local.judge.calibration import read_model_metadata
+
+    assert read_model_metadata(MODEL_DIR)["languages"] == ["en"]
+    assert checker.calibration is not None
+    assert "factcheck_dev_calib" in checker.calibration.fitted_on
+    # Windows as long as the training pairs (the tokenizer's limit), not the 512 positions.
+    assert checker.max_length == 256
+
+
+@pytest.mark.parametrize(("premise", "claim", "expected"), ENGINE_CASES)
+def test_engine_verdicts_on_the_example(checker, premise: str, claim: str, expected: str) -> None:
+    (result,) = checker.check([(premise, claim)])
+    assert result.verdict == expected, result
