@@ -36,6 +36,7 @@ from .resources import default_model_path, preset_names, preset_path
 Dtype = Literal["auto", "float32", "float16", "bfloat16"]
 Backend = Literal["torch", "onnx"]
 ExtractorKind = Literal["sentence", "seq2seq"]
+ClaimMode = Literal["sentence", "atomic"]
 PrefilterMode = Literal["off", "lexical", "embedding"]
 EmptyPolicy = Literal["zero", "skip"]
 OnError = Literal["raise", "skip"]
@@ -211,6 +212,17 @@ class ExtractorConfig(_Section):
     batch_size: int = field(default=8, metadata=_help("Texts per seq2seq batch.", min=1))
     max_new_tokens: int = field(default=128, metadata=_help("Seq2seq output tokens.", min=1))
     prefix: str = field(default="extract claims: ", metadata=_help("Seq2seq input prefix."))
+    mode: ClaimMode = field(
+        default="sentence",
+        metadata=_help("One claim per sentence, or coordinated clauses as separate claims."),
+    )
+    parser: str = field(
+        default="auto",
+        metadata=_help(
+            "English parser for pronouns/lead-ins/atomic claims: auto (an installed "
+            "en_core_web_sm pipeline, else rules) | off | spaCy package or path."
+        ),
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -375,6 +387,8 @@ FLAT_KEYS: dict[str, tuple[str, ...]] = {
     "extractor": ("claims.kind",),
     "extractor_model": ("claims.model",),
     "extractor_batch_size": ("claims.batch_size",),
+    "claims": ("claims.mode",),
+    "claim_parser": ("claims.parser",),
     "input_format": ("input.format",),
     "column_map": ("input.column_map",),
     "on_error": ("input.on_error",),

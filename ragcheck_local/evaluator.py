@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
-from .claims import Segmenter, build_extractor
+from .claims import Segmenter, build_extractor, resolve_parser_name
 from .config import EvalConfig
 from .engines.blocks import BlockStats, Results
 from .formats.input import item_to_dict
@@ -183,7 +183,10 @@ class Evaluator:
             model = model_fingerprint(c.model) if c.model else "-"
             self._claim_cache = ClaimCache(
                 self.config.run.cache,
-                namespace=f"claims-v{__version__};{c.kind};{c.lang};{c.spacy_model};{model}",
+                namespace=(
+                    f"claims-v{__version__};{c.kind};{c.lang};{c.spacy_model};{model};"
+                    f"{c.mode};{resolve_parser_name(c.parser) or 'rules'}"
+                ),
             )
         return self._claim_cache
 
@@ -258,13 +261,13 @@ class Evaluator:
             hits = cache.get_many(sorted(set(hashes.values())))
             for i in todo:
                 if hashes[i] in hits:
-                    out[i] = [Claim(text=t, start=s, end=e) for t, s, e in hits[hashes[i]]]
+                    out[i] = [Claim.from_row(row) for row in hits[hashes[i]]]
             todo = [i for i in todo if hashes[i] not in hits]
         extracted = self.extractor.extract_many([texts[i] for i in todo]) if todo else []
         for i, claims in zip(todo, extracted, strict=True):
             out[i] = claims
         if cache is not None and todo:
-            cache.put_many({hashes[i]: [(c.text, c.start, c.end) for c in out[i]] for i in todo})
+            cache.put_many({hashes[i]: [tuple(c.to_row()) for c in out[i]] for i in todo})
         return out
 
     def _plan(self, item: RagItem, rc: list[Claim], ac: list[Claim], pairs: list[Pair]) -> ItemPlan:
@@ -354,6 +357,8 @@ def _details(
     rows = []
     for k, claim in enumerate(claims):
         entry: dict[str, Any] = {"claim": claim.text, "span": [claim.start, claim.end]}
+        if claim.original is not None:
+            entry["original"] = claim.original  # as written; "claim" is what was checked
         if chunk_grid is not None:
             parts = [results[i].probs if i is not None else NEUTRAL_PROBS for i in chunk_grid[k]]
             verdict, best = combine(parts)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .claims import resolve_parser_name
 from .config import ENGINE_SETTINGS, EvalConfig
 from .engines import BlockStats, evaluate_blocks
 from .errors import InputError
@@ -204,6 +205,8 @@ def _manifest(
         "model": {"path": config.nli.model_path, **stats.model},
         "versions": versions,
         "config": config.to_dict(),
+        # "auto" depends on what is installed: record what claims were actually built with.
+        "claim_parser": resolve_parser_name(config.claims.parser) or "rules",
         "metrics_computed": list(resolve_metrics(config.run.metrics)),
         "counts": counts,
         "timings": {**timings, "pairs_per_s": round(pairs / checking, 2) if checking else None},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 ENTAILMENT = "Entailment"
@@ -33,11 +34,29 @@ class RagItem:
 
 @dataclass(frozen=True)
 class Claim:
-    """A checkable statement with its character span in the source text."""
+    """A checkable statement with its character span in the source text.
+
+    ``text`` is what is checked; ``original`` is the cleaned sentence as written when ``text``
+    differs from it (a pronoun resolved, a lead-in or table header added, a clause split off).
+    """
 
     text: str
     start: int
     end: int
+    original: str | None = None
+
+    def to_row(self) -> list[str | int]:
+        """``[text, start, end]`` (plus ``original`` when set): the cache/transport form."""
+        row: list[str | int] = [self.text, self.start, self.end]
+        if self.original is not None:
+            row.append(self.original)
+        return row
+
+    @classmethod
+    def from_row(cls, row: Sequence[str | int]) -> Claim:
+        """Inverse of :meth:`to_row`."""
+        text, start, end, *rest = row
+        return cls(str(text), int(start), int(end), str(rest[0]) if rest else None)
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ def _decode_items(text: str, block: int) -> list[RagItem]:
 
 def _encode_claims(rc: list[list[Claim]], ac: list[list[Claim]]) -> str:
     def rows(per_item: list[list[Claim]]) -> list[list[list[Any]]]:
-        return [[[c.text, c.start, c.end] for c in claims] for claims in per_item]
+        return [[c.to_row() for c in claims] for claims in per_item]
 
     return json.dumps([rows(rc), rows(ac)], ensure_ascii=False)
 
@@ -148,7 +148,7 @@ def _decode_claims(text: str) -> tuple[list[list[Claim]], list[list[Claim]]]:
     rc, ac = json.loads(text)
 
     def claims(per_item: list[list[list[Any]]]) -> list[list[Claim]]:
-        return [[Claim(text=t, start=s, end=e) for t, s, e in row] for row in per_item]
+        return [[Claim.from_row(c) for c in row] for row in per_item]
 
     return claims(rc), claims(ac)
 

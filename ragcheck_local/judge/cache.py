@@ -353,13 +353,18 @@ class NLICache(_SqliteStore):
             self._write("INSERT OR REPLACE INTO nli VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
-class ClaimCache(_SqliteStore):
-    """Cache of extracted claims ``(text, start, end)`` per source-text hash within a namespace."""
+ClaimRow = tuple[str, int, int] | tuple[str, int, int, str]
+"""``(text, start, end)``, plus the text as written when a claim was rewritten to be checked."""
 
-    def get_many(self, text_hashes: Sequence[str]) -> dict[str, list[tuple[str, int, int]]]:
+
+class ClaimCache(_SqliteStore):
+    """Cache of extracted claims ``(text, start, end[, original])`` per source-text hash within
+    a namespace."""
+
+    def get_many(self, text_hashes: Sequence[str]) -> dict[str, list[ClaimRow]]:
         """Return the cached claim lists for those hashes that are present (misses absent)."""
         wanted = list(dict.fromkeys(text_hashes))
-        found: dict[str, list[tuple[str, int, int]]] = {}
+        found: dict[str, list[ClaimRow]] = {}
         for chunk in _chunks(wanted, _SQLITE_MAX_PARAMS - 1):
             params: list[object] = [_hash_to_blob(h) for h in chunk]
             params.append(self._ns_id)
@@ -373,10 +378,15 @@ class ClaimCache(_SqliteStore):
                 found[key.hex()] = self._decode(key.hex(), payload)
         return found
 
-    def _decode(self, key: str, payload: str) -> list[tuple[str, int, int]]:
+    def _decode(self, key: str, payload: str) -> list[ClaimRow]:
         try:
             data = json.loads(payload)
-            claims = [(str(text), int(start), int(end)) for text, start, end in data]
+            claims: list[ClaimRow] = []
+            for text, start, end, *original in data:
+                if len(original) > 1:
+                    raise ValueError(f"too many values: {[text, start, end, *original]!r}")
+                row = (str(text), int(start), int(end))
+                claims.append((*row, str(original[0])) if original else row)
         except (TypeError, ValueError) as exc:
             raise RagcheckError(
                 f"cache file {self.path} holds a malformed claim entry for {key}: {exc}; "
@@ -384,18 +394,25 @@ class ClaimCache(_SqliteStore):
             ) from exc
         return claims
 
-    def put_many(self, items: Mapping[str, Sequence[tuple[str, int, int]]]) -> None:
+    def put_many(self, items: Mapping[str, Sequence[ClaimRow]]) -> None:
         """Insert or replace the claim lists (an empty list is cached as "no claims")."""
         rows = []
         for key, claims in items.items():
             encoded = []
             for claim in claims:
-                text, start, end = claim
-                if not isinstance(text, str) or not _is_int(start) or not _is_int(end):
+                text, start, end, *original = claim
+                if (
+                    not isinstance(text, str)
+                    or not _is_int(start)
+                    or not _is_int(end)
+                    or len(original) > 1
+                    or not all(isinstance(o, str) for o in original)
+                ):
                     raise ValueError(
-                        f"claim cache value for {key} must be (str, int, int), got {claim!r}"
+                        f"claim cache value for {key} must be (str, int, int) or "
+                        f"(str, int, int, str), got {claim!r}"
                     )
-                encoded.append([text, int(start), int(end)])
+                encoded.append([text, int(start), int(end), *original])
             payload = json.dumps(encoded, ensure_ascii=False, separators=(",", ":"))
             try:
                 payload.encode("utf-8")
