@@ -58,6 +58,9 @@ class EvalConfig:
     progress: bool = True
     cache: str | None = None
     block_size: int = 256
+    """Items per block: the unit of checkpointing, resume and batching."""
+    max_item_chars: int = 200_000
+    """Most characters of text in one item; a larger item is refused up front (memory)."""
     shard: tuple[int, int] | None = None
     resume: bool = False
     engine: str = "local"
@@ -90,7 +93,13 @@ class EvalConfig:
             raise InputError(
                 "--extractor seq2seq needs --extractor-model PATH", field="extractor_model"
             )
-        for name in ("batch_size", "max_batch_tokens", "block_size", "extractor_batch_size"):
+        for name in (
+            "batch_size",
+            "max_batch_tokens",
+            "block_size",
+            "extractor_batch_size",
+            "max_item_chars",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"must be a positive integer, found {value!r}", field=name)

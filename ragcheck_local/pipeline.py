@@ -22,8 +22,19 @@ from typing import Any
 from . import __version__, workers
 from .claims import ExtractorConfig, Segmenter, build_extractor
 from .config import ENGINE_SETTINGS, EvalConfig
-from .errors import InputError
-from .io import atomic_writer, dumps_json, item_to_dict, iter_items, write_json
+from .errors import InputError, show_value
+from .io import (
+    RecordRules,
+    atomic_writer,
+    check_json_value,
+    check_output_path,
+    dumps_json,
+    item_to_dict,
+    iter_items,
+    remove_stale_temps,
+    write_json,
+    writing,
+)
 from .metrics import (
     ANSWER2RESPONSE,
     EXTRA_METRICS,
@@ -119,6 +130,51 @@ class Evaluator:
             )
         self.timer = _Timer()
         self.counts = {"items": 0, "response_claims": 0, "gt_answer_claims": 0, "pairs": 0}
+        self._preflight: dict[str, Any] = {}
+
+    def preflight(self) -> dict[str, Any]:
+        """Check the model, the options that depend on it and the language before any file is
+        created (:class:`InputError` / :class:`ModelError`, exit 2); no weights are loaded.
+        Returns the model facts the manifest records even when no model is ever loaded."""
+        from .cache import model_fingerprint
+        from .device import resolve_device, resolve_dtype
+        from .nli import preflight_model
+
+        c = self.config
+        if c.lang != "auto" or c.spacy_model:
+            self.segmenter._nlp(c.lang)  # an unknown --lang or --spacy-model fails here
+        if c.extractor_model and not Path(c.extractor_model).expanduser().is_dir():
+            raise InputError(
+                f"no model directory at {c.extractor_model!r}", field="--extractor-model"
+            )
+        facts = preflight_model(self._nli_config())
+        device = resolve_device(c.device)
+        self._preflight = {
+            "resolved_path": facts["resolved_path"],
+            "sha256": model_fingerprint(facts["resolved_path"]),
+            "device": str(device),
+            "dtype": str(resolve_dtype(c.dtype, device)),
+            "max_length": facts["max_length"],
+            "labels": list(facts["columns"]),
+            "languages": facts["languages"],
+        }
+        return self._preflight
+
+    def _nli_config(self) -> Any:
+        from .nli import NLIConfig
+
+        c = self.config
+        return NLIConfig(
+            model=c.model_path,
+            device=c.device,
+            dtype=c.dtype,
+            batch_size=c.batch_size,
+            max_batch_tokens=c.max_batch_tokens,
+            max_length=c.max_length,
+            window_overlap=c.window_overlap,
+            backend=c.backend,
+            compile=c.compile,
+        )
 
     @property
     def extractor(self) -> Any:
@@ -141,21 +197,11 @@ class Evaluator:
     def checker(self) -> Any:
         """The NLI checker, loaded on first use (recompute-only paths never load it)."""
         if self._checker is None:
-            from .nli import NLIChecker, NLIConfig
+            from .nli import NLIChecker
 
             c = self.config
             cache = None
-            nli_config = NLIConfig(
-                model=c.model_path,
-                device=c.device,
-                dtype=c.dtype,
-                batch_size=c.batch_size,
-                max_batch_tokens=c.max_batch_tokens,
-                max_length=c.max_length,
-                window_overlap=c.window_overlap,
-                backend=c.backend,
-                compile=c.compile,
-            )
+            nli_config = self._nli_config()
             if c.cache:
                 from .cache import NLICache, model_fingerprint
                 from .nli import resolve_model_path
@@ -165,8 +211,13 @@ class Evaluator:
                     c.cache,
                     namespace=f"{fp};{c.max_length};{c.window_overlap};{c.dtype};{c.backend}",
                 )
+            # No in-memory scores across blocks: each block's probabilities depend on that
+            # block alone, so --resume and worker/Ray runs reproduce them bit for bit.
             self._checker = NLIChecker(
-                nli_config, sentence_spans=self.segmenter.sentence_spans, cache=cache
+                nli_config,
+                sentence_spans=self.segmenter.sentence_spans,
+                cache=cache,
+                dedupe_across_calls=False,
             )
         return self._checker
 
@@ -187,6 +238,8 @@ class Evaluator:
             [it.gt_answer for it in items], self.need_answer_claims, skip_empty=True
         )
         self.timer.extraction += time.perf_counter() - t0
+        self.counts["response_claims"] += sum(len(c) for c in response_claims)
+        self.counts["gt_answer_claims"] += sum(len(c) for c in answer_claims)
         tick = self._tick("claims")
         if tick:
             tick(len(items))
@@ -212,6 +265,9 @@ class Evaluator:
         self.timer.checking += time.perf_counter() - t0
         self.counts["pairs"] += len(pairs)
         self.counts["items"] += len(items)
+        tick = self._tick("checked")
+        if tick:
+            tick(len(items))
         return [
             self._assemble(it, rc, ac, plan, results)
             for it, rc, ac, plan in zip(items, response_claims, answer_claims, plans, strict=True)
@@ -228,7 +284,10 @@ class Evaluator:
     def model_facts(self) -> dict[str, Any]:
         """What the manifest records about the NLI model in use ({} when none was loaded)."""
         if self._checker is None:
-            return dict(self._worker_model)
+            # Workers report what they loaded; a run that loaded nothing (a resume with every
+            # block done) still records the model its output came from.
+            facts = {k: v for k, v in self._preflight.items() if k != "languages"}
+            return {**facts, **self._worker_model}
         from .cache import model_fingerprint
 
         checker = self._checker
@@ -254,6 +313,7 @@ class Evaluator:
         if self._progress is not None:
             self._progress("claims", counts.get("items", 0))
             self._progress("pairs", counts.get("pairs", 0))
+            self._progress("checked", counts.get("items", 0))
 
     @property
     def claim_cache(self) -> Any:
@@ -496,39 +556,106 @@ def _run_key(config: EvalConfig, input_path: Path) -> str:
     return h.hexdigest()[:32]
 
 
-def _read_checkpoint(path: Path, key: str, table: MetricTable) -> tuple[set[str], int]:
-    """The query_ids of the finished items in a checkpoint (one line per finished block) and
-    the byte length of its valid part; their metrics are appended to ``table``.
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a checkpoint holds for ``--resume``: finished query_ids, the byte length of its
+    valid part, the counts of its blocks, and why it was not used (empty when it was)."""
+
+    done: frozenset[str] = frozenset()
+    valid_bytes: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    unused_because: str = ""
+
+
+_BLOCK_COUNTS = ("pairs", "nli_scored")
+"""Per-block counters a checkpoint line carries, so a resumed run's manifest covers every item."""
+
+
+def _read_checkpoint(path: Path, key: str, table: MetricTable) -> Checkpoint:
+    """The finished items of a checkpoint (one line per finished block); their metrics are
+    appended to ``table``.
 
     A torn last line (kill -9 mid-write) is dropped, so resumed blocks line up with the blocks
-    of an uninterrupted run. Only ids and metric values are kept: the results stay on disk.
+    of an uninterrupted run. Only ids, metric values and counts are kept: the results stay on
+    disk. An unreadable or foreign checkpoint is not used, and the reason is returned.
     """
-    done: set[str] = set()
     if not path.is_file():
-        return done, 0
+        return Checkpoint(unused_because=f"no checkpoint at {path}")
+    done: set[str] = set()
+    counts: dict[str, int] = {}
     with open(path, "rb") as fh:
         header = fh.readline()
         try:
             meta = json.loads(header)
-        except json.JSONDecodeError:
-            meta = {}
-        if not isinstance(meta, dict) or meta.get("run_key") != key:
-            logger.warning("checkpoint %s belongs to another run; starting afresh", path)
-            return done, 0
+        except ValueError:  # also UnicodeDecodeError: a file that is not ours
+            meta = None
+        if not isinstance(meta, dict) or "run_key" not in meta:
+            return Checkpoint(unused_because=f"{path} is not a ragcheck checkpoint")
+        if meta.get("run_key") != key:
+            return Checkpoint(
+                unused_because=f"{path} belongs to another run (different input bytes or "
+                "settings, e.g. --block-size)"
+            )
         valid = len(header)
         for raw in fh:  # streamed: one finished block per line
             if not raw.endswith(b"\n"):
                 break  # torn write at the crash point; everything after it is redone
             try:
-                results = json.loads(raw)["results"]
-                finished = [(r["query_id"], r["metrics"]) for r in results]
-            except (json.JSONDecodeError, KeyError, TypeError):
+                line = json.loads(raw)
+                finished = [(str(r["query_id"]), dict(r["metrics"])) for r in line["results"]]
+                block_counts = {k: int(line.get("counts", {}).get(k, 0)) for k in _BLOCK_COUNTS}
+            except (ValueError, KeyError, TypeError, AttributeError):
                 break
             for qid, metrics in finished:
                 table.add(metrics)
                 done.add(qid)
+            for k, v in block_counts.items():
+                counts[k] = counts.get(k, 0) + v
             valid += len(raw)
-    return done, valid
+    if not done:
+        return Checkpoint(
+            valid_bytes=0,
+            unused_because=f"{path} holds no finished block (blocks of "
+            "--block-size items are saved as they finish)",
+        )
+    return Checkpoint(frozenset(done), valid, counts)
+
+
+def _check_paths(input_path: Path, paths: dict[str, Path]) -> None:
+    """Every file a run writes must be a usable path and none may be the input."""
+    check_output_path(paths["output"], inputs=[input_path])
+    for name in ("claims", "manifest", "checkpoint"):
+        check_output_path(paths[name], inputs=[input_path], option=f"--output ({name} file)")
+
+
+def _language_note(
+    languages: tuple[str, ...] | None,
+    counts: dict[str, int],
+    first: dict[str, str],
+    model: str,
+) -> str | None:
+    """A warning when items are in languages the model does not declare (None otherwise);
+    ``counts``/``first``: items per language and the first such query_id."""
+    foreign = sorted(lang for lang in counts if languages and lang not in languages)
+    if not languages or not foreign:
+        return None
+    parts = [
+        f"{counts[lang]} item(s) in {lang!r} (e.g. query_id {first[lang]!r})" for lang in foreign
+    ]
+    return (
+        f"the NLI model {model} declares languages {list(languages)}, but {', '.join(parts)}: "
+        "its verdicts on that text are unreliable; use a model for that language (--nli-model)"
+    )
+
+
+def _item_langs(item: RagItem, lang: str) -> set[str]:
+    if lang != "auto":
+        return {lang.split("_")[0].lower()}
+    from .claims import detect_lang
+
+    texts = [item.query, item.gt_answer, item.response]
+    texts += [c.text for c in item.retrieved_context or ()]
+    return {detect_lang(t) for t in texts if t.strip()}
 
 
 def evaluate(
@@ -538,15 +665,22 @@ def evaluate(
 ) -> RunSummary:
     """Evaluate an input file and write OUT.json, OUT.claims.jsonl and OUT.manifest.json.
 
-    All records are validated before any model is loaded; with ``on_error='raise'`` a bad
-    record raises :class:`InputError` and nothing is written.
+    All records are validated, the output paths, options and model checked before any model
+    is loaded or any file created; with ``on_error='raise'`` a bad record raises
+    :class:`InputError` and nothing is written.
     """
     t_start = time.perf_counter()
     input_path = Path(input_path)
     config.validate()
     paths = output_paths(output_path)
+    _check_paths(input_path, paths)
     column_map = dict(config.column_map)
-    resolve_metrics(config.metrics)  # fail on bad metric names before reading anything
+    names = resolve_metrics(config.metrics)  # fail on bad metric names before reading anything
+    checks = required_checks(names)
+    rules = RecordRules(
+        require_gt_answer=bool(checks & {ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2ANSWER}),
+        max_item_chars=config.max_item_chars,
+    )
     if config.engine == "ray":
         from .ray_engine import import_ray
 
@@ -554,11 +688,21 @@ def evaluate(
 
     def stream() -> Iterator[RagItem]:
         for item in iter_items(
-            input_path, fmt=config.input_format, column_map=column_map, on_error="skip"
-        ):  # bad records were handled by the first pass
+            input_path,
+            fmt=config.input_format,
+            column_map=column_map,
+            on_error="skip",
+            rules=rules,
+            warn=False,
+        ):  # bad records were handled (and reported) by the first pass
             if in_shard(item.query_id, config.shard):
                 yield item
 
+    from .nli import model_languages
+
+    declared = model_languages(config.model_path)
+    lang_counts: dict[str, int] = {}
+    lang_first: dict[str, str] = {}
     rejected: list[Rejected] = []
     n_valid = n_items = 0
     for item in iter_items(
@@ -567,50 +711,101 @@ def evaluate(
         column_map=column_map,
         on_error=config.on_error,
         rejected=rejected,
+        rules=rules,
     ):
         # Validation pass over the whole file: no model is loaded until it succeeds.
         n_valid += 1
         n_items += in_shard(item.query_id, config.shard)
+        if declared:
+            for lang in _item_langs(item, config.lang):
+                lang_counts[lang] = lang_counts.get(lang, 0) + 1
+                lang_first.setdefault(lang, item.query_id)
     if n_valid == 0 and not rejected:
         raise InputError("no records found", record=str(input_path))
+    if n_valid == 0:
+        raise InputError(
+            f"every record was rejected ({len(rejected)}); nothing to evaluate. First: "
+            f"record {rejected[0].record}, field {rejected[0].field!r}: {rejected[0].reason}",
+            record=str(input_path),
+        )
 
     run_key = _run_key(config, input_path)
     bars = _Progress(enabled=config.progress, n_items=n_items)
     evaluator = Evaluator(config, progress=bars.update)
+    facts = evaluator.preflight()  # model, --max-length, --lang, device: exit 2 before any file
+    note = _language_note(facts["languages"], lang_counts, lang_first, config.model_path)
+    if note:
+        logger.warning(note)
     metrics = (*evaluator.metrics, *EXTRA_METRICS)
     # Column-wise per-item values for the dataset means: 8 bytes per value, not a dict per item.
     table = MetricTable(metrics)
-    done_ids, valid_bytes = (
-        _read_checkpoint(paths["checkpoint"], run_key, table) if config.resume else (set(), 0)
+    for path in (paths["output"], paths["claims"], paths["manifest"]):
+        remove_stale_temps(path)  # left by a run killed while writing its final files
+    checkpoint = (
+        _read_checkpoint(paths["checkpoint"], run_key, table)
+        if config.resume
+        else Checkpoint(unused_because="")
     )
-    bars.update("claims", len(done_ids))
-    mode = "a" if done_ids else "w"
-    paths["checkpoint"].parent.mkdir(parents=True, exist_ok=True)
-    with open(paths["checkpoint"], mode, encoding="utf-8") as ck:
-        if not done_ids:
-            ck.write(dumps_json({"run_key": run_key}, indent=None) + "\n")
+    done_ids = checkpoint.done
+    if config.resume:
+        if done_ids:
+            logger.warning(
+                "resuming: %d of %d item(s) already finished in %s",
+                len(done_ids),
+                n_items,
+                paths["checkpoint"],
+            )
         else:
-            # Cut a torn tail so appended lines start on a fresh line.
-            ck.seek(0, os.SEEK_END)
-            ck.truncate(valid_bytes)
-        pending = (it for it in stream() if it.query_id not in done_ids)
-        for results in _evaluate_blocks(evaluator, _blocks(pending, config.block_size)):
-            ck.write(dumps_json({"results": results}, indent=None) + "\n")
-            for r in results:
-                table.add(r["metrics"])
-            ck.flush()
-            os.fsync(ck.fileno())
+            logger.warning(
+                "not resuming: %s; starting from the first item", checkpoint.unused_because
+            )
+    bars.update("claims", len(done_ids))
+    bars.update("checked", len(done_ids))
+    mode = "a" if done_ids else "w"
+    block_counts = dict(checkpoint.counts)
+    with writing(paths["checkpoint"]):
+        paths["checkpoint"].parent.mkdir(parents=True, exist_ok=True)
+        with open(paths["checkpoint"], mode, encoding="utf-8") as ck:
+            if not done_ids:
+                ck.write(dumps_json({"run_key": run_key}, indent=None) + "\n")
+            else:
+                # Cut a torn tail so appended lines start on a fresh line.
+                ck.seek(0, os.SEEK_END)
+                ck.truncate(checkpoint.valid_bytes)
+            pending = (it for it in stream() if it.query_id not in done_ids)
+            before = _block_counters(evaluator)
+            for results in _evaluate_blocks(evaluator, _blocks(pending, config.block_size)):
+                after = _block_counters(evaluator)
+                delta = {k: after[k] - before[k] for k in _BLOCK_COUNTS}
+                before = after
+                ck.write(dumps_json({"results": results, "counts": delta}, indent=None) + "\n")
+                for k, v in delta.items():
+                    block_counts[k] = block_counts.get(k, 0) + v
+                for r in results:
+                    table.add(r["metrics"])
+                ck.flush()
+                os.fsync(ck.fileno())
     bars.close()
 
     grouped = aggregate_table(table, metrics)
     rejected_rows = [{"record": r.record, "field": r.field, "reason": r.reason} for r in rejected]
-    _write_outputs(paths, grouped, rejected_rows)
+    claim_counts = _write_outputs(paths, grouped, rejected_rows)
     counts = dict(evaluator.counts)
-    counts.update({"items": len(table), "rejected": len(rejected), "resumed": len(done_ids)})
+    counts.update(claim_counts)
+    counts.update(
+        {
+            "items": len(table),
+            "rejected": len(rejected),
+            "resumed": len(done_ids),
+            "pairs_this_run": evaluator.counts["pairs"],
+            "pairs": block_counts.get("pairs", 0),
+        }
+    )
     counts.update({f"nli_{k}": v for k, v in evaluator.nli_stats().items()})
+    checking = evaluator.timer.checking
     timings = {
         "extraction_s": round(evaluator.timer.extraction, 3),
-        "checking_s": round(evaluator.timer.checking, 3),
+        "checking_s": round(checking, 3),
         "total_s": round(time.perf_counter() - t_start, 3),
     }
     manifest = _manifest(config, evaluator, counts, timings, input_path)
@@ -621,9 +816,14 @@ def evaluate(
         output={"metrics": grouped, "n_results": len(table), "rejected": rejected_rows},
         paths={k: str(v) for k, v in paths.items() if k != "checkpoint"},
         counts=counts,
-        timings=timings,
+        timings={**timings, **manifest["timings"]},
         rejected=tuple(rejected),
     )
+
+
+def _block_counters(evaluator: Evaluator) -> dict[str, int]:
+    stats = evaluator.nli_stats()
+    return {"pairs": evaluator.counts["pairs"], "nli_scored": stats.get("scored", 0)}
 
 
 def _iter_checkpoint(path: Path) -> Iterator[dict[str, Any]]:
@@ -636,12 +836,16 @@ def _iter_checkpoint(path: Path) -> Iterator[dict[str, Any]]:
 
 def _write_outputs(
     paths: dict[str, Path], grouped: dict[str, Any], rejected: list[dict[str, Any]]
-) -> None:
-    """Stream the checkpoint into OUT.json and OUT.claims.jsonl (each atomically)."""
+) -> dict[str, int]:
+    """Stream the checkpoint into OUT.json and OUT.claims.jsonl (each atomically); returns the
+    claim counts of the whole output (resumed items included)."""
+    counts = {"response_claims": 0, "gt_answer_claims": 0}
     with atomic_writer(paths["output"]) as out:
         out.write('{\n  "results": [')
         first = True
         for result in _iter_checkpoint(paths["checkpoint"]):
+            counts["response_claims"] += len(result.get("response_claims") or ())
+            counts["gt_answer_claims"] += len(result.get("gt_answer_claims") or ())
             text = dumps_json(result, indent=2).replace("\n", "\n    ")
             out.write(("\n    " if first else ",\n    ") + text)
             first = False
@@ -660,6 +864,7 @@ def _write_outputs(
                         )
                         + "\n"
                     )
+    return counts
 
 
 def _manifest(
@@ -679,6 +884,8 @@ def _manifest(
     model: dict[str, Any] = {"path": config.model_path, **evaluator.model_facts()}
     pairs = counts.get("nli_scored", 0)
     checking = timings["checking_s"]
+    done = counts.get("items", 0) - counts.get("resumed", 0)
+    total = timings["total_s"]
     return {
         "tool": "ragcheck_local",
         "input": str(input_path),
@@ -687,30 +894,41 @@ def _manifest(
         "config": config.to_dict(),
         "metrics_computed": list(evaluator.metrics),
         "counts": counts,
-        "timings": {**timings, "pairs_per_s": round(pairs / checking, 2) if checking else None},
+        "timings": {
+            **timings,
+            "pairs_per_s": round(pairs / checking, 2) if checking else None,
+            "items_per_s": round(done / total, 2) if total else None,
+        },
         "platform": platform.platform(),
     }
 
 
 class _Progress:
-    """tqdm bars for claim extraction (items) and checking (pairs); off with progress=False."""
+    """tqdm bars with totals (so with an ETA): claim extraction and checking, both counted in
+    items; checking shows the pairs scored so far; off with progress=False."""
 
     def __init__(self, *, enabled: bool, n_items: int) -> None:
         self.enabled = enabled
         self.n_items = n_items
         self.bars: dict[str, Any] = {}
+        self.pairs = 0
+
+    def _bar(self, stage: str) -> Any:
+        if stage not in self.bars:
+            from tqdm import tqdm
+
+            desc = "claims" if stage == "claims" else "checking"
+            self.bars[stage] = tqdm(total=self.n_items, desc=desc, unit="item")
+        return self.bars[stage]
 
     def update(self, stage: str, n: int) -> None:
         if not self.enabled:
             return
-        if stage not in self.bars:
-            from tqdm import tqdm
-
-            if stage == "claims":
-                self.bars[stage] = tqdm(total=self.n_items, desc="claims", unit="item")
-            else:
-                self.bars[stage] = tqdm(desc="checking", unit="pair")
-        self.bars[stage].update(n)
+        if stage == "pairs":
+            self.pairs += n
+            self._bar("checked").set_postfix_str(f"{self.pairs} pairs", refresh=False)
+            return
+        self._bar(stage).update(n)
 
     def close(self) -> None:
         for bar in self.bars.values():
@@ -725,6 +943,14 @@ def _load_output(path: str | Path) -> dict[str, Any]:
         raise InputError(
             "expected an object with a 'results' list", record=str(path), field="results"
         )
+    for index, result in enumerate(data["results"]):
+        if not isinstance(result, dict):
+            raise InputError(
+                f"expected an object, found {type(result).__name__} {show_value(result)}",
+                record=str(path),
+                field=f"results[{index}]",
+            )
+        check_json_value(result, f"{path} results[{index}]", "result")
     return data
 
 
@@ -737,10 +963,19 @@ def recompute(
 ) -> dict[str, Any]:
     """Recompute every metric from the checking matrices in a RAGChecker-format output file
     (ours or RAGChecker's own) without loading any model; write the updated file atomically."""
+    check_output_path(output_path, inputs=[input_path])
     data = _load_output(input_path)
     names = (*resolve_metrics(metrics), *EXTRA_METRICS)
     per_item = []
     results = []
+    keys = (ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE, RETRIEVED2ANSWER)
+    if data["results"] and not any(r.get(k) is not None for r in data["results"] for k in keys):
+        raise InputError(
+            f"no result holds checking matrices ({', '.join(keys)}); recompute needs the "
+            "output of an evaluate run (ours or RAGChecker's)",
+            record=str(input_path),
+            field="results",
+        )
     for result in data["results"]:
         values = item_metrics(
             CheckingMatrices.from_result(result), names, empty_policy=empty_policy
@@ -755,6 +990,7 @@ def recompute(
 def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, Any]:
     """Combine shard outputs into one file; dataset metrics are re-aggregated from the items'
     metrics, so they equal a single run's."""
+    check_output_path(output_path, inputs=inputs)
     results: list[dict[str, Any]] = []
     rejected: list[Any] = []
     seen: dict[str, str] = {}
@@ -768,6 +1004,12 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
                     f"query_id {qid!r} is also in {seen[qid]}", record=str(path), field="query_id"
                 )
             seen[qid] = str(path)
+            if not isinstance(result.get("metrics") or {}, dict):
+                raise InputError(
+                    f"expected an object of metric values, found {show_value(result['metrics'])}",
+                    record=f"{path} query_id={qid!r}",
+                    field="metrics",
+                )
             for name in result.get("metrics") or {}:
                 if name not in names:
                     names.append(name)
