@@ -55,6 +55,8 @@ from .verdicts import combine
 logger = logging.getLogger(__name__)
 
 PROB_KEYS = ("entailment", "neutral", "contradiction")
+NO_TEXT = (0.0, 1.0, 0.0)
+"""Probabilities given without a forward pass when the premise is empty: Neutral."""
 
 
 def output_paths(output: str | Path) -> dict[str, Path]:
@@ -369,7 +371,10 @@ class Evaluator:
         if ANSWER2RESPONSE in self.checks and has_gt:
             plan[ANSWER2RESPONSE] = add(item.gt_answer, rc)
         if RESPONSE2ANSWER in self.checks and has_gt:
-            plan[RESPONSE2ANSWER] = add(item.response, ac)
+            # An empty response (a system that answered nothing) states nothing: every
+            # gt_answer claim is Neutral without a forward pass, as for an empty chunk.
+            has_response = bool(item.response.strip())
+            plan[RESPONSE2ANSWER] = add(item.response, ac) if has_response else [None] * len(ac)
         for check, claims, ok in ((RETRIEVED2RESPONSE, rc, True), (RETRIEVED2ANSWER, ac, has_gt)):
             if check in self.checks and ok and chunks is not None:
                 # Empty chunk text cannot support anything: Neutral without a forward pass.
@@ -390,7 +395,7 @@ class Evaluator:
         def row(check: str) -> list[str] | None:
             if check not in plan:
                 return None
-            return [results[i].verdict for i in plan[check]]
+            return [results[i].verdict if i is not None else NEUTRAL for i in plan[check]]
 
         def grid(check: str) -> list[list[str]] | None:
             if check not in plan:
@@ -444,7 +449,7 @@ class Evaluator:
             entry: dict[str, Any] = {"claim": claim.text, "span": [claim.start, claim.end]}
             if chunk_check in plan:
                 idx = plan[chunk_check][k]
-                parts = [results[i].probs if i is not None else (0.0, 1.0, 0.0) for i in idx]
+                parts = [results[i].probs if i is not None else NO_TEXT for i in idx]
                 verdict, best = combine(parts)
                 entry["verdict"] = verdict
                 entry["probs"] = (
@@ -460,10 +465,13 @@ class Evaluator:
             else:
                 entry.update({"verdict": None, "probs": None, "doc_id": None})
             if ref_check in plan:
-                res = results[plan[ref_check][k]]
-                entry[ref_key] = res.verdict
+                i = plan[ref_check][k]
+                verdict, probs = (
+                    (results[i].verdict, results[i].probs) if i is not None else (NEUTRAL, NO_TEXT)
+                )
+                entry[ref_key] = verdict
                 entry[f"{ref_key.split('_')[0]}_probs"] = dict(
-                    zip(PROB_KEYS, (round(p, 6) for p in res.probs), strict=True)
+                    zip(PROB_KEYS, (round(p, 6) for p in probs), strict=True)
                 )
             else:
                 entry[ref_key] = None
@@ -508,7 +516,7 @@ def _screen(
         {
             check: [[remap(i) for i in row] for row in value]
             if check in chunk_checks
-            else [new_index[i] for i in value]
+            else [remap(i) for i in value]
             for check, value in plan.items()
         }
         for plan in plans
