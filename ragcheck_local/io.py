@@ -276,8 +276,10 @@ def _as_id(value: Any, where: str, field: str) -> str:
     return text
 
 
-def _as_text(value: Any, where: str, field: str, *, allow_empty: bool) -> str:
-    if value is None and allow_empty:
+def _as_text(
+    value: Any, where: str, field: str, *, allow_empty: bool, allow_null: bool | None = None
+) -> str:
+    if value is None and (allow_empty if allow_null is None else allow_null):
         return ""
     if not isinstance(value, str):
         raise InputError(
@@ -398,13 +400,16 @@ def validate_record(
         if name not in raw:
             raise _missing(name, raw, where)
     for key, value in raw.items():
+        if isinstance(key, str):
+            _check_unicode(key, where, "(a field name)")
         check_json_value(value, where, str(key))
     extra = {k: v for k, v in raw.items() if k not in FIELDS}
     item = RagItem(
         query_id=query_id,
         query=_as_text(raw["query"], where, "query", allow_empty=True),
         gt_answer=_as_text(raw.get("gt_answer"), where, "gt_answer", allow_empty=True),
-        response=_as_text(raw["response"], where, "response", allow_empty=True),
+        # An empty response is an answer with no claims (RAGChecker scores it); null is not.
+        response=_as_text(raw["response"], where, "response", allow_empty=True, allow_null=False),
         retrieved_context=_as_context(raw.get("retrieved_context"), where),
         extra=extra,
     )

@@ -631,7 +631,6 @@ def _read_checkpoint(path: Path, key: str, table: MetricTable) -> Checkpoint:
 
 def _check_paths(input_path: Path, paths: dict[str, Path]) -> None:
     """Every file a run writes must be a usable path and none may be the input."""
-    check_output_path(paths["output"], inputs=[input_path])
     for name in ("claims", "manifest", "checkpoint"):
         check_output_path(paths[name], inputs=[input_path], option=f"--output ({name} file)")
 
@@ -680,6 +679,7 @@ def evaluate(
     t_start = time.perf_counter()
     input_path = Path(input_path)
     config.validate()
+    check_output_path(output_path, inputs=[input_path])  # the raw text: "" or "dir/" too
     paths = output_paths(output_path)
     _check_paths(input_path, paths)
     column_map = dict(config.column_map)
