@@ -127,7 +127,7 @@ def parse_json(text: str, where: str) -> Any:
         raise InputError(f"unreadable JSON value: {exc}", record=where) from None
 
 
-def check_json_value(value: Any, where: str, field: str) -> None:
+def check_json_value(value: Any, where: str, field: str, *, max_depth: int = MAX_DEPTH) -> None:
     """Refuse what cannot be written back as UTF-8 JSON: NaN/Infinity (also ``1e400``), lone
     surrogates (``\\ud800``) in strings or keys, and nesting deeper than :data:`MAX_DEPTH`.
 
@@ -146,8 +146,8 @@ def check_json_value(value: Any, where: str, field: str) -> None:
             _check_unicode(node, where, name)
             continue
         if isinstance(node, Mapping | list | tuple):
-            if depth >= MAX_DEPTH:
-                raise InputError(f"nested deeper than {MAX_DEPTH} levels", record=where, field=name)
+            if depth >= max_depth:
+                raise InputError(f"nested deeper than {max_depth} levels", record=where, field=name)
             if isinstance(node, Mapping):
                 for key, child in node.items():
                     if isinstance(key, str):
@@ -632,4 +632,7 @@ def load_json(path: str | Path) -> Any:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"no such file: {str(path)!r}")
-    return parse_json(_decode(path.read_bytes(), path.name), path.name)
+    data = parse_json(_decode(path.read_bytes(), path.name), path.name)
+    # An output file holds records a few levels down: allow for that on top of MAX_DEPTH.
+    check_json_value(data, path.name, "(file)", max_depth=MAX_DEPTH + 8)
+    return data

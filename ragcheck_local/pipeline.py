@@ -26,7 +26,6 @@ from .errors import InputError, show_value
 from .io import (
     RecordRules,
     atomic_writer,
-    check_json_value,
     check_output_path,
     dumps_json,
     item_to_dict,
@@ -958,7 +957,6 @@ def _load_output(path: str | Path) -> dict[str, Any]:
                 record=str(path),
                 field=f"results[{index}]",
             )
-        check_json_value(result, f"{path} results[{index}]", "result")
     return data
 
 
