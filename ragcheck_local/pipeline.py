@@ -1020,7 +1020,14 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
                 if name not in names:
                     names.append(name)
             results.append(result)
-        for row in data.get("rejected") or []:
+        rows = data.get("rejected") or []
+        if not isinstance(rows, list):
+            raise InputError(
+                f"expected a list, found {type(rows).__name__} {show_value(rows)}",
+                record=str(path),
+                field="rejected",
+            )
+        for row in rows:
             # Every shard validates the whole input, so each lists every rejected record.
             if row not in rejected:
                 rejected.append(row)
