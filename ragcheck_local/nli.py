@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .calibration import load_calibration
 from .errors import InputError, ModelError
 from .verdicts import Probs, combine
 
@@ -103,6 +104,8 @@ class NLIConfig:
     """Sentences shared by consecutive windows of a long premise."""
     backend: str = "torch"
     compile: bool = False
+    calibrate: bool = True
+    """Apply the calibrated verdict head a model ships (``ragcheck.json``); False = argmax."""
 
     def validate(self) -> None:
         """Raise :class:`InputError` for values that cannot work."""
@@ -477,6 +480,7 @@ class NLIChecker:
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load model {config.model!r}: {exc}") from None
         self.columns = label_columns(hf_config.id2label, config.model)
+        self.calibration = load_calibration(self.model_path) if config.calibrate else None
         self.two_way = len(self.columns) == 2
         self.max_length = self._max_length(hf_config)
         self.n_special = self.tokenizer.num_special_tokens_to_add(pair=True)
@@ -808,10 +812,17 @@ class NLIChecker:
             flat.extend((text, claim) for text in texts)
         self.stats["windows"] += len(flat)
         probs = self._score(flat, token_ids, progress)
+        window_verdicts: list[str] | None = None
+        if self.calibration is not None:
+            window_verdicts = self.calibration.verdicts(
+                probs, [c for _, c in flat], [p for p, _ in flat]
+            )
         results = []
         for (premise, _), (first, count) in zip(pairs, owners, strict=True):
             parts = [tuple(float(x) for x in row) for row in probs[first : first + count]]
-            verdict, index = combine(parts)
+            verdict, index = combine(
+                parts, None if window_verdicts is None else window_verdicts[first : first + count]
+            )
             chosen = parts[index] if index is not None else (0.0, 1.0, 0.0)
             results.append(
                 PairResult(

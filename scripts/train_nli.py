@@ -12,6 +12,17 @@ share gets only other examples' premises and the label neutral, so that a chunk 
 else reads as "no information" rather than SNLI's "contradiction" (the test-set rate is written to
 metrics.json as ``unrelated_neutral_rate``).
 
+Claim-against-passage data (``scripts/make_grounding_data.py``: Factcheck-GPT non-dev pairs and
+synthetic grounding pairs) joins SNLI through ``--extra-train FILE[:REPEAT]``; ``--extra-dev
+FILE[:METRIC]`` adds dev sets (``acc`` or ``bal_e``, entailment-vs-rest balanced accuracy) whose
+mean with the SNLI validation accuracy is the dev score that picks the kept checkpoint.
+``--init`` continues from an NLI model (e.g. the shipped one) instead of the base encoder.
+
+Resumable: every evaluation writes ``OUT.ckpt/`` (model, optimiser, scheduler, RNG state, step,
+best checkpoint so far); ``--resume`` continues from it with the same data order, so a run
+killed at any point loses at most ``--eval-every`` steps. The step schedule is drawn up front
+from the seed, which is what makes the order reproducible across restarts.
+
 Reproducible: fixed seeds; the full config is written to ``training_config.json`` and every
 logged step to ``train_log.jsonl`` in the output directory. The output directory is written as
 ``OUT.tmp`` and renamed to ``OUT`` at the end, so a half-written model never appears at ``OUT``.
@@ -36,7 +47,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -288,11 +299,18 @@ def epoch_batches(
     distractors: Sequence[tuple[int, ...]],
     cfg: TrainConfig,
     rng: random.Random,
+    extra: Sequence[Encoded] = (),
 ) -> list[list[tuple[tuple[int, ...], tuple[int, ...], int]]]:
-    """One epoch of length-bucketed batches: shuffle, augment, sort in pools, shuffle batches."""
+    """One epoch of length-bucketed batches: shuffle, augment, sort in pools, shuffle batches.
+
+    ``data`` (SNLI sentence pairs, capped at ``cfg.snli_per_epoch`` when set) gets the passage
+    augmentations; ``extra`` pairs (already passage-length premises) are used as they are.
+    """
     order = list(range(len(data)))
     rng.shuffle(order)
-    items = []
+    if cfg.snli_per_epoch:
+        order = order[: cfg.snli_per_epoch]
+    items = [(e.premise_ids, e.hypothesis_ids, e.label) for e in extra]
     for i in order:
         ex = data[i]
         premise, label = ex.premise_ids, ex.label
@@ -304,6 +322,7 @@ def epoch_batches(
                 ex, distractors, rng, cfg.augment_min, cfg.augment_max, cfg.max_length
             )
         items.append((premise, ex.hypothesis_ids, label))
+    rng.shuffle(items)
     pool = cfg.batch_size * 50
     batches = []
     for start in range(0, len(items), pool):
@@ -353,6 +372,15 @@ class TrainConfig:
     max_train: int = 0
     max_test: int = 0
     smoke: bool = False
+    init: str = ""
+    """An NLI model directory to continue from (its head is kept); empty = ``base``."""
+    extra_train: tuple[str, ...] = ()
+    """``FILE[:REPEAT]`` jsonl files of {premise, hypothesis, label, group} pairs."""
+    extra_dev: tuple[str, ...] = ()
+    """``FILE[:METRIC]`` dev files; METRIC ``acc`` (default) or ``bal_e``."""
+    snli_per_epoch: int = 0
+    """SNLI pairs drawn per epoch (0 = all)."""
+    resume: bool = False
 
 
 def set_seed(seed: int) -> None:
@@ -385,7 +413,56 @@ def evaluate(
     model.train()
     total = int(confusion.sum())
     acc = float(np.trace(confusion)) / total if total else float("nan")
-    return {"acc": acc, "n": total, "confusion": confusion.tolist()}
+    return {
+        "acc": acc,
+        "bal_e": entailment_balanced_accuracy(confusion),
+        "n": total,
+        "confusion": confusion.tolist(),
+    }
+
+
+def entailment_balanced_accuracy(confusion: np.ndarray) -> float:
+    """Balanced accuracy of entailment vs the rest (rows gold, columns predicted; 0 = E)."""
+    pos, neg = confusion[0].sum(), confusion[1:].sum()
+    if not pos or not neg:
+        return float("nan")
+    tpr = confusion[0, 0] / pos
+    tnr = confusion[1:, 1:].sum() / neg
+    return float((tpr + tnr) / 2)
+
+
+def parse_spec(spec: str, default: str) -> tuple[Path, str]:
+    """Split ``FILE[:SUFFIX]`` (a suffix only when it has no path separator)."""
+    head, sep, tail = spec.rpartition(":")
+    if sep and head and "/" not in tail:
+        return Path(head), tail
+    return Path(spec), default
+
+
+def read_pairs_jsonl(path: Path) -> list[Pair]:
+    """Read {premise, hypothesis, label, group} rows (make_grounding_data.py's format)."""
+    if FORBIDDEN_DATA_ROOT in path.resolve().parents and "factcheck" not in path.name:
+        raise SystemExit(f"refusing to train on project eval data: {path}")
+    pairs = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            label = row.get("label")
+            if label not in LABEL2ID:
+                raise SystemExit(f"{path}:{lineno}: field label has bad value {label!r}")
+            premise, hypothesis = row.get("premise"), row.get("hypothesis")
+            if not isinstance(premise, str) or not isinstance(hypothesis, str):
+                raise SystemExit(f"{path}:{lineno}: premise/hypothesis missing or not text")
+            pairs.append(Pair(premise, hypothesis, LABEL2ID[label], str(row.get("group", ""))))
+    return pairs
+
+
+def _atomic_save(obj: object, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
 
 
 def lr_lambda(step: int, warmup: int, total: int) -> float:
@@ -440,9 +517,15 @@ def train(cfg: TrainConfig) -> dict[str, object]:
     torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
     tmp = out.with_name(out.name + ".tmp")
-    if tmp.exists():
+    ckpt_dir = out.with_name(out.name + ".ckpt")
+    state_path, best_path = ckpt_dir / "state.pt", ckpt_dir / "best.pt"
+    resuming = cfg.resume and state_path.is_file()
+    if tmp.exists() and not resuming:
         shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    if ckpt_dir.exists() and not resuming:
+        shutil.rmtree(ckpt_dir)
+    tmp.mkdir(parents=True, exist_ok=True)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
     (tmp / "training_config.json").write_text(
         json.dumps(
             {
@@ -456,7 +539,7 @@ def train(cfg: TrainConfig) -> dict[str, object]:
         + "\n",
         encoding="utf-8",
     )
-    log_fh = (tmp / "train_log.jsonl").open("w", encoding="utf-8")
+    log_fh = (tmp / "train_log.jsonl").open("a" if resuming else "w", encoding="utf-8")
 
     def log(record: dict[str, object]) -> None:
         log_fh.write(json.dumps(record) + "\n")
@@ -474,10 +557,11 @@ def train(cfg: TrainConfig) -> dict[str, object]:
         test_pairs = test_pairs[: cfg.max_test]
         val_pairs = val_pairs[: cfg.max_test]
 
-    tokenizer = AutoTokenizer.from_pretrained(cfg.base, local_files_only=True)
+    start_from = cfg.init or cfg.base
+    tokenizer = AutoTokenizer.from_pretrained(start_from, local_files_only=True)
     sp = Special(tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
     model = AutoModelForSequenceClassification.from_pretrained(
-        cfg.base,
+        start_from,
         num_labels=3,
         id2label=ID2LABEL,
         label2id=LABEL2ID,
@@ -493,6 +577,23 @@ def train(cfg: TrainConfig) -> dict[str, object]:
     val_enc = encode_pairs(val_pairs, tokenizer)
     test_enc = encode_pairs(test_pairs, tokenizer)
     distractors = sorted({e.premise_ids for e in train_enc})
+    extra_enc: list[Encoded] = []
+    for spec in cfg.extra_train:
+        path, repeat = parse_spec(spec, "1")
+        enc = encode_pairs(read_pairs_jsonl(path), tokenizer)
+        if cfg.max_train:
+            enc = enc[: cfg.max_train]
+        extra_enc.extend(enc * int(repeat))
+        log({"event": "extra_train", "file": str(path), "pairs": len(enc), "repeat": int(repeat)})
+    dev_sets: list[tuple[str, str, list[Encoded]]] = [("snli_val", "acc", val_enc)]
+    for spec in cfg.extra_dev:
+        path, metric = parse_spec(spec, "acc")
+        if metric not in ("acc", "bal_e"):
+            raise SystemExit(f"--extra-dev {spec}: metric must be acc or bal_e, got {metric!r}")
+        enc = encode_pairs(read_pairs_jsonl(path), tokenizer)
+        if cfg.max_test:
+            enc = enc[: cfg.max_test]
+        dev_sets.append((path.stem, metric, enc))
     log(
         {
             "event": "data",
@@ -504,7 +605,8 @@ def train(cfg: TrainConfig) -> dict[str, object]:
         }
     )
 
-    steps_per_epoch = math.ceil(len(train_enc) / cfg.batch_size)
+    per_epoch = min(cfg.snli_per_epoch or len(train_enc), len(train_enc))
+    steps_per_epoch = math.ceil((per_epoch + len(extra_enc)) / cfg.batch_size)
     total = math.ceil(cfg.epochs * steps_per_epoch)
     if cfg.max_steps:
         total = min(total, cfg.max_steps) if cfg.epochs else cfg.max_steps
@@ -525,13 +627,33 @@ def train(cfg: TrainConfig) -> dict[str, object]:
     sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: lr_lambda(s, warmup, total))
     rng = random.Random(cfg.seed)
 
-    def batches() -> Iterator[list[tuple[tuple[int, ...], tuple[int, ...], int]]]:
-        while True:
-            yield from epoch_batches(train_enc, distractors, cfg, rng)
+    # The whole step schedule is drawn up front so that a resumed run sees the same batches.
+    schedule: list[list[tuple[tuple[int, ...], tuple[int, ...], int]]] = []
+    while len(schedule) < total:
+        schedule.extend(epoch_batches(train_enc, distractors, cfg, rng, extra_enc))
+    schedule = schedule[:total]
+
+    def dev_score() -> tuple[float, dict[str, float]]:
+        parts = {}
+        for name, metric, enc in dev_sets:
+            parts[f"{name}_{metric}"] = float(evaluate(model, enc, sp, cfg)[metric])
+        return float(np.nanmean(list(parts.values()))), parts
 
     best_acc, best_step, best_state = -1.0, 0, None
+    first_step = 1
+    if resuming:
+        state = torch.load(state_path, map_location="cpu", weights_only=True)
+        model.load_state_dict(state["model"])
+        optim.load_state_dict(state["optim"])
+        sched.load_state_dict(state["sched"])
+        torch.set_rng_state(state["torch_rng"])
+        first_step = int(state["step"]) + 1
+        best_acc, best_step = float(state["best_score"]), int(state["best_step"])
+        if best_path.is_file():
+            best_state = torch.load(best_path, map_location="cpu", weights_only=True)
+        log({"event": "resume", "from_step": first_step - 1, "best_step": best_step})
     run_loss, run_n = 0.0, 0
-    t_train = time.monotonic()
+    t_train = time.monotonic() - (float(state["elapsed_s"]) if resuming else 0.0)
     log(
         {
             "event": "start",
@@ -540,9 +662,9 @@ def train(cfg: TrainConfig) -> dict[str, object]:
             "steps_per_epoch": steps_per_epoch,
         }
     )
-    for step, items in enumerate(batches(), 1):
-        if step > total:
-            break
+    step = first_step - 1
+    for step in range(first_step, total + 1):
+        items = schedule[step - 1]
         batch = {k: v.to(cfg.device) for k, v in collate(items, sp, cfg.max_length).items()}
         loss = model(**batch).loss
         loss.backward()
@@ -567,17 +689,32 @@ def train(cfg: TrainConfig) -> dict[str, object]:
             )
             run_loss, run_n = 0.0, 0
         if step % cfg.eval_every == 0 or step == total or out_of_time:
-            ev = evaluate(model, val_enc, sp, cfg)
-            if ev["acc"] > best_acc:
-                best_acc, best_step = float(ev["acc"]), step
+            score, parts = dev_score()
+            if score > best_acc:
+                best_acc, best_step = score, step
                 best_state = {
                     k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()
                 }
+                _atomic_save(best_state, best_path)
+            _atomic_save(
+                {
+                    "model": model.state_dict(),
+                    "optim": optim.state_dict(),
+                    "sched": sched.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "step": step,
+                    "best_score": best_acc,
+                    "best_step": best_step,
+                    "elapsed_s": time.monotonic() - t_train,
+                },
+                state_path,
+            )
             log(
                 {
                     "step": step,
-                    "val_acc": round(float(ev["acc"]), 4),
-                    "best_val_acc": round(best_acc, 4),
+                    "dev_score": round(score, 4),
+                    **{k: round(v, 4) for k, v in parts.items()},
+                    "best_dev_score": round(best_acc, 4),
                     "best_step": best_step,
                     "elapsed_s": round(time.monotonic() - t_train, 1),
                 }
@@ -588,6 +725,8 @@ def train(cfg: TrainConfig) -> dict[str, object]:
             log({"event": "deadline", "step": step, "deadline_min": cfg.deadline_min})
             break
     steps_done = min(step, total)
+    if best_state is None and best_path.is_file():
+        best_state = torch.load(best_path, map_location="cpu", weights_only=True)
     train_s = time.monotonic() - t_train
     if best_state is not None:
         model.load_state_dict(best_state)
@@ -617,13 +756,21 @@ def train(cfg: TrainConfig) -> dict[str, object]:
     model.to("cpu").eval()
     with torch.inference_mode():
         reference = model(**sample).logits.softmax(-1)
+    # The engine sizes its premise windows from the tokenizer's limit: windows as long as the
+    # training pairs, not the 512 positions the encoder has.
+    tokenizer.model_max_length = cfg.max_length
     save_fp16(model, tokenizer, tmp)
     diff = verify_saved(reference, tmp, sample)
     if diff > 0.02:
         raise SystemExit(f"fp16 export drifts from float32: max prob diff {diff:.4f}")
     size = sum(f.stat().st_size for f in tmp.iterdir() if f.is_file())
+    dev_final = {name: evaluate(model, enc, sp, cfg) for name, _, enc in dev_sets}
     metrics = {
-        "best_val_acc": best_acc,
+        "best_dev_score": best_acc,
+        "dev": {
+            name: {"acc": ev["acc"], "bal_e": ev["bal_e"], "n": ev["n"]}
+            for name, ev in dev_final.items()
+        },
         "best_step": best_step,
         "total_steps": total,
         "steps_done": steps_done,
@@ -640,6 +787,7 @@ def train(cfg: TrainConfig) -> dict[str, object]:
     (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     log({"event": "done", **{k: v for k, v in metrics.items() if not isinstance(v, list)}})
     log_fh.close()
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
     if out.exists():
         old = out.with_name(out.name + ".old")
         if old.exists():
@@ -697,6 +845,17 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     ap.add_argument("--max-train", type=int, default=0, help="cap train pairs (0 = all)")
     ap.add_argument("--max-test", type=int, default=0, help="cap val/test pairs (0 = all)")
     ap.add_argument("--smoke", action="store_true", help="tiny subset, one step (tests)")
+    ap.add_argument("--init", default="", help="NLI model dir to continue from (default: --base)")
+    ap.add_argument(
+        "--extra-train", action="append", default=[], metavar="FILE[:REPEAT]",
+        help="jsonl of {premise, hypothesis, label, group} pairs (make_grounding_data.py)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--extra-dev", action="append", default=[], metavar="FILE[:METRIC]",
+        help="dev jsonl for checkpoint selection; METRIC acc (default) or bal_e",
+    )  # fmt: skip
+    ap.add_argument("--snli-per-epoch", type=int, default=0, help="SNLI pairs per epoch (0 = all)")
+    ap.add_argument("--resume", action="store_true", help="continue from OUT.ckpt if present")
     a = ap.parse_args(argv)
     for flag in ("augment_share", "unrelated_share"):
         if not 0.0 <= getattr(a, flag) <= 1.0:
@@ -715,6 +874,8 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
         base=str(a.base) if a.base else str(default_base()),
         out=str(a.out),
         snli_dir=str(snli),
+        extra_train=tuple(a.extra_train),
+        extra_dev=tuple(a.extra_dev),
         **extra,
     )
     return TrainConfig(**values)

@@ -226,3 +226,17 @@ def test_onnx_backend_picks_int8_or_exact_fp32_graph(
     if not quantize:  # the fp32 graph reproduces torch (exact mode)
         np.testing.assert_allclose(got, want, atol=1e-5)
     np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_versus_times_a_second_model_on_the_same_pairs(
+    tiny512: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The same weights on both sides: full agreement, and a ratio near (not pinned to) 1.
+    result = bench.main(
+        ["--model", str(tiny512), "--versus", str(tiny512), "--n-questions", "2", "--chunks",
+         "2", "--chunk-tokens", "10", "30", "--claims", "2", "3", "--warmup", "2"]
+    )  # fmt: skip
+    assert "engine_versus" in result["pairs_per_s"]
+    assert result["versus"]["agreement"] == 1.0
+    assert result["versus"]["speed_ratio"] > 0
+    assert "vs engine_versus" in capsys.readouterr().out

@@ -71,6 +71,31 @@ def make_data(tmp_path: Path) -> tuple[Path, Path]:
         for i in range(4)
     }
     (data / "summac-val" / "factcc.json").write_text(json.dumps(docs))
+    (data / "lingnli" / "val").mkdir(parents=True)
+    (data / "lingnli" / "val" / "val_round1_base.jsonl").write_text(
+        "".join(
+            json.dumps({"premise": f"the river {i} is long.", "hypothesis": f"river {i} is long.",
+                        "label": ("entailment", "neutral", "contradiction")[i % 3]}) + "\n"
+            for i in range(12)
+        )
+    )  # fmt: skip
+    (tmp_path / "factcheck-gpt").mkdir()
+    stances = ("completely-support", "partially-support", "refute", "irrelevant")
+    (tmp_path / "factcheck-gpt" / "claim_evidence_stance.jsonl").write_text(
+        "".join(
+            json.dumps({"claim": f"The river number {i} is long.", "evidence": "Rivers are long.",
+                        "stance": stances[i % 4]}) + "\n"
+            for i in range(40)
+        )
+    )  # fmt: skip
+    header = "pair_ID\tsentence_A\tsentence_B\tentailment_label\tSemEval_set\n"
+    (data / "sick" / "SICK.txt").write_text(
+        header + "1\tthe dog is blue.\tthe dog is red.\tCONTRADICTION\tTEST\n"
+        "2\tthe dog is blue.\ta dog is blue.\tENTAILMENT\tTRAIN\n"
+        "3\tthe cat is blue.\ta cat is blue.\tENTAILMENT\tTRIAL\n"
+        "4\tthe cat is blue.\ta cat is red.\tCONTRADICTION\tTRIAL\n"
+        "5\tthe cat is blue.\ta cat is big.\tNEUTRAL\tTRIAL\n"
+    )
     return snli, data
 
 
@@ -94,9 +119,20 @@ def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path
         "SNLI test, unrelated premise",
         "SICK test",
         "ANLI dev R1",
+        "LingNLI val (report half)",
+        "Factcheck-GPT dev (report half)",
+        "Factcheck-GPT dev (report half)",
+        "Factcheck-GPT dev (whole split)",
+        "Factcheck-GPT dev (whole split)",
         "SummaC factcc",
         "SummaC mean",
     ]
+    calib = load_calibrate()
+    whole = [r for r in rows if r.name == "Factcheck-GPT dev (whole split)"]
+    n_dev = sum(calib.is_factcheck_dev(f"The river number {i} is long.") for i in range(40))
+    assert whole[0].n == n_dev and whole[1].metric == "supported-vs-rest balanced accuracy"
+    lingnli = rows[4]
+    assert 0 < lingnli.n < 12  # the reporting half only
     snli_row = rows[0]
     assert snli_row.n == 3  # the no-consensus pair is dropped
     assert rows[1].n == 3 and rows[1].metric == "neutral rate"
@@ -106,6 +142,54 @@ def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path
     json.dumps([r.__dict__ for r in rows], allow_nan=False)  # --json output stays valid JSON
     table = module.format_table(rows, "m")
     assert "| SummaC mean | balanced accuracy |" in table
+
+
+def load_calibrate():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location("calibrate", ROOT / "scripts" / "calibrate.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["calibrate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
+    tmp_path: Path, tiny_bert: Path
+) -> None:
+    import shutil
+
+    from ragcheck_local.calibration import load_calibration
+    from ragcheck_local.nli import NLIChecker, NLIConfig
+
+    calib = load_calibrate()
+    _, data = make_data(tmp_path)
+    model = tmp_path / "model"
+    shutil.copytree(tiny_bert, model)
+    (model / "ragcheck.json").write_text(json.dumps({"languages": ["en"]}))
+    report = tmp_path / "report.json"
+    rc = calib.main(["--model", str(model), "--data-dir", str(tmp_path), "--device", "cpu",
+                     "--write", "--json", str(report)])  # fmt: skip
+    assert rc == 0
+    meta = json.loads((model / "ragcheck.json").read_text())
+    assert meta["languages"] == ["en"]  # other keys are kept
+    head = load_calibration(model)
+    assert head is not None and "sick_trial (3 pairs, weight 1)" in head.fitted_on
+    assert "factcheck_dev_calib" in head.fitted_on and "weight 2" in head.fitted_on
+    sets = set(json.loads(report.read_text())["report"])
+    assert {"factcheck_dev_calib", "factcheck_dev_report", "lingnli_val_calib"} <= sets
+    # The fitted and the reporting halves never share a pair.
+    dev = calib.load_factcheck_dev(data.parent / "factcheck-gpt" / "claim_evidence_stance.jsonl")
+    a, b = calib.half(dev, True), calib.half(dev, False)
+    assert not set(a.pairs) & set(b.pairs) and len(a.pairs) + len(b.pairs) == len(dev.pairs)
+    assert NLIChecker(NLIConfig(model=str(model), device="cpu")).calibration == head
+
+
+def test_sample_weights_balance_sets_and_classes() -> None:
+    calib = load_calibrate()
+    w = calib.sample_weights([("a", 0), ("a", 0), ("a", 1), ("b", 2)])
+    assert w.tolist() == [0.25, 0.25, 0.5, 1.0]
+    w = calib.sample_weights([("a", 0), ("b", 2)], {"a": 2.0})
+    assert w.tolist() == [2.0, 1.0]
 
 
 def test_unrelated_pairs_never_keep_a_premise() -> None:

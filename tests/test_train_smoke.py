@@ -98,8 +98,10 @@ def test_logs_config_and_metrics(trained: tuple[Path, dict]) -> None:
     assert config["unrelated_share"] == 0.3
     assert 0.0 <= metrics["unrelated_neutral_rate"] <= 1.0
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
-    assert any("val_acc" in r for r in log)
+    assert any("dev_score" in r and "snli_val_acc" in r for r in log)
     assert log[-1]["event"] == "done"
+    # The checkpoint folder is removed once the model is written.
+    assert not out.with_name(out.name + ".ckpt").exists()
 
 
 def test_read_snli_drops_no_consensus_and_splits_by_premise(tmp_path: Path) -> None:
@@ -168,3 +170,86 @@ def test_safe_extract_rejects_traversal(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="unsafe member"):
         module._safe_extract(archive, tmp_path / "dest")
     assert not (tmp_path / "escape.txt").exists()
+
+
+def _write_extra(path: Path, repeat: int) -> Path:
+    rows = []
+    for r in range(repeat):
+        for i, (s1, s2, gold) in enumerate(PAIRS[:-1]):
+            rows.append({"premise": f"{s1} It was {r}.", "hypothesis": s2, "label": gold,
+                         "group": f"g{r}-{i}"})  # fmt: skip
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_extra_data_dev_score_and_resume_gives_the_same_model(tmp_path: Path) -> None:
+    """A run killed after its first checkpoint and resumed ends with the same weights as an
+    uninterrupted run: same schedule, optimiser, scheduler and RNG state."""
+    import torch
+    from safetensors.torch import load_file
+
+    module = _load_script()
+    base = _tiny_base(tmp_path / "base")
+    snli = _write_snli(tmp_path / "snli", repeat=4)
+    extra = _write_extra(tmp_path / "extra.jsonl", repeat=2)
+    dev = _write_extra(tmp_path / "dev.jsonl", repeat=1)
+    common = ["--base", str(base), "--snli-dir", str(snli), "--threads", "1",
+              "--max-length", "48", "--batch-size", "4", "--max-steps", "4", "--eval-every", "2",
+              "--n-val", "4", "--max-test", "8", "--extra-train", f"{extra}:2",
+              "--extra-dev", f"{dev}:bal_e", "--snli-per-epoch", "8"]  # fmt: skip
+    full = tmp_path / "full"
+    assert module.main([*common, "--out", str(full)]) == 0
+    metrics = json.loads((full / "metrics.json").read_text(encoding="utf-8"))
+    assert set(metrics["dev"]) == {"snli_val", "dev"}
+
+    # Interrupted run: stop after step 2 (deadline), keeping OUT.ckpt, then resume.
+    part = tmp_path / "part"
+    real_train = module.train
+
+    def stop_after_checkpoint(cfg):  # a kill right after the first checkpoint
+        original = module._atomic_save
+        calls = {"n": 0}
+
+        def save_then_die(obj, path):
+            original(obj, path)
+            if path.name == "state.pt":
+                calls["n"] += 1
+                raise KeyboardInterrupt
+
+        module._atomic_save = save_then_die
+        try:
+            return real_train(cfg)
+        finally:
+            module._atomic_save = original
+
+    module.train = stop_after_checkpoint
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            module.main([*common, "--out", str(part)])
+    finally:
+        module.train = real_train
+    assert (part.with_name("part.ckpt") / "state.pt").is_file()
+    assert module.main([*common, "--out", str(part), "--resume"]) == 0
+    a = load_file(str(full / "model.safetensors"))
+    b = load_file(str(part / "model.safetensors"))
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    log = (part / "train_log.jsonl").read_text(encoding="utf-8")
+    assert '"event": "resume"' in log
+
+
+def test_extra_pairs_reader_rejects_unknown_labels(tmp_path: Path) -> None:
+    module = _load_script()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": "maybe"}) + "\n")
+    with pytest.raises(SystemExit, match="label has bad value 'maybe'"):
+        module.read_pairs_jsonl(bad)
+
+
+def test_entailment_balanced_accuracy() -> None:
+    import numpy as np
+
+    module = _load_script()
+    confusion = np.array([[8, 2, 0], [1, 5, 4], [1, 0, 9]])
+    # TPR 8/10; TNR: gold N/C predicted N or C = 18 of 20.
+    assert module.entailment_balanced_accuracy(confusion) == pytest.approx((0.8 + 0.9) / 2)

@@ -1,0 +1,235 @@
+"""Calibrated verdicts: how a model's probabilities become Entailment / Neutral / Contradiction.
+
+A model directory may ship ``ragcheck.json`` beside its weights with a ``calibration`` section:
+a multinomial logistic head over the model's probabilities and cheap pair features, fitted on
+dev data (``scripts/calibrate.py``). The engine applies it to every (window, claim) pair of
+such a model; models without one keep argmax. The probabilities written to the output stay the
+model's own; only the verdict (and with it the deciding window) changes.
+
+Features (per premise window and claim; all pure Python):
+
+``log_p_entailment``, ``log_p_neutral``, ``log_p_contradiction``
+    natural logs of the model's canonical probabilities (clipped at 1e-6);
+``coverage``
+    share of the claim's content terms (:func:`prefilter.content_terms`: stemmed non-stopwords,
+    numbers, CJK bigrams) found in the window; a claim without content terms counts 1;
+``number_mismatch``
+    1 when the claim states a number that the window does not contain, else 0;
+``entity_mismatch``
+    share of the claim's capitalized names (not sentence-initial) missing from the window;
+``bias``
+    constant 1.
+
+Pure numpy; no torch, no spaCy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError, ModelError
+from .prefilter import content_terms
+from .records import VERDICTS
+
+METADATA_FILE = "ragcheck.json"
+"""File beside a model's weights with ragcheck-specific facts (languages, calibration)."""
+
+FEATURES: tuple[str, ...] = (
+    "log_p_entailment",
+    "log_p_neutral",
+    "log_p_contradiction",
+    "coverage",
+    "number_mismatch",
+    "entity_mismatch",
+    "bias",
+)
+_PROB_FLOOR = 1e-6
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
+
+
+def _numbers(text: str) -> set[str]:
+    # "6,650" and "6650" are one number; a trailing ".0" is not a different value.
+    out = set()
+    for raw in _NUMBER_RE.findall(text):
+        value = raw.replace(",", "")
+        if "." in value:
+            value = value.rstrip("0").rstrip(".")
+        out.add(value)
+    return out
+
+
+def _names(text: str) -> set[str]:
+    return {m.group(0).casefold() for m in _NAME_RE.finditer(text.strip())}
+
+
+def pair_features(claim: str, premise: str) -> tuple[float, float, float]:
+    """``(coverage, number_mismatch, entity_mismatch)`` of a claim against a premise window."""
+    claim_terms = content_terms(claim)
+    coverage = 1.0
+    if claim_terms:
+        coverage = len(claim_terms & content_terms(premise)) / len(claim_terms)
+    claim_numbers = _numbers(claim)
+    number_mismatch = 1.0 if claim_numbers - _numbers(premise) else 0.0
+    names = _names(claim)
+    entity_mismatch = 0.0
+    if names:
+        folded = premise.casefold()
+        entity_mismatch = sum(1 for n in names if n not in folded) / len(names)
+    return coverage, number_mismatch, entity_mismatch
+
+
+def feature_matrix(probs: np.ndarray, claims: Sequence[str], premises: Sequence[str]) -> np.ndarray:
+    """Rows of :data:`FEATURES` for canonical (E, N, C) ``probs`` and their texts."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.ndim != 2 or probs.shape[1] != 3 or len(probs) != len(claims) != len(premises):
+        raise ValueError(
+            f"need an (n, 3) probability array and n claims and premises, found {probs.shape}, "
+            f"{len(claims)}, {len(premises)}"
+        )
+    out = np.empty((len(probs), len(FEATURES)), dtype=np.float64)
+    out[:, :3] = np.log(np.clip(probs, _PROB_FLOOR, 1.0))
+    for i, (claim, premise) in enumerate(zip(claims, premises, strict=True)):
+        out[i, 3:6] = pair_features(claim, premise)
+    out[:, 6] = 1.0
+    return out
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A multinomial logistic verdict head: ``argmax(W @ features)`` over (E, N, C)."""
+
+    weights: tuple[tuple[float, ...], ...]
+    """Three rows (entailment, neutral, contradiction) of one weight per feature."""
+    features: tuple[str, ...] = FEATURES
+    fitted_on: str = ""
+    """Where the head was fitted (free text, for the manifest and the model card)."""
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.features if f not in FEATURES]
+        if unknown:
+            raise ModelError(f"calibration: unknown feature(s) {unknown}; known: {FEATURES}")
+        if len(self.weights) != 3 or any(len(r) != len(self.features) for r in self.weights):
+            raise ModelError(f"calibration: weights must be 3 rows of {len(self.features)} numbers")
+        if not all(math.isfinite(w) for row in self.weights for w in row):
+            raise ModelError("calibration: weights must be finite numbers")
+
+    def scores(self, features: np.ndarray) -> np.ndarray:
+        """Logits (n, 3) for rows of :data:`FEATURES`."""
+        columns = [FEATURES.index(f) for f in self.features]
+        return features[:, columns] @ np.asarray(self.weights, dtype=np.float64).T
+
+    def verdicts(
+        self, probs: np.ndarray, claims: Sequence[str], premises: Sequence[str]
+    ) -> list[str]:
+        """Calibrated verdict per (probabilities, claim, premise window)."""
+        if len(probs) == 0:
+            return []
+        logits = self.scores(feature_matrix(probs, claims, premises))
+        return [VERDICTS[int(i)] for i in logits.argmax(axis=1)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the ``calibration`` section of ``ragcheck.json``)."""
+        return {
+            "kind": "logistic",
+            "features": list(self.features),
+            "labels": list(VERDICTS),
+            "weights": [list(r) for r in self.weights],
+            "fitted_on": self.fitted_on,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "calibration") -> Calibration:
+        """Validate and build; errors name the file and the field."""
+        if not isinstance(data, Mapping):
+            raise ModelError(
+                f"{source}: calibration must be an object, found {type(data).__name__}"
+            )
+        if data.get("kind") != "logistic":
+            raise ModelError(
+                f"{source}: calibration kind must be 'logistic', found {data.get('kind')!r}"
+            )
+        labels = data.get("labels")
+        if labels != list(VERDICTS):
+            # Rows are matched by name, never by position: a file in another order is refused.
+            raise ModelError(
+                f"{source}: calibration labels must be {list(VERDICTS)}, found {labels!r}"
+            )
+        features, weights = data.get("features"), data.get("weights")
+        if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+            raise ModelError(f"{source}: calibration features must be a list of names")
+        if not isinstance(weights, list) or not all(
+            isinstance(r, list) and all(isinstance(w, int | float) for w in r) for r in weights
+        ):
+            raise ModelError(f"{source}: calibration weights must be lists of numbers")
+        return cls(
+            weights=tuple(tuple(float(w) for w in r) for r in weights),
+            features=tuple(features),
+            fitted_on=str(data.get("fitted_on", "")),
+        )
+
+
+def read_model_metadata(model_dir: str | Path) -> dict[str, Any]:
+    """The model's ``ragcheck.json`` as a dict (empty when the file is absent)."""
+    path = Path(model_dir) / METADATA_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{path}: not valid UTF-8 JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def load_calibration(model_dir: str | Path) -> Calibration | None:
+    """The calibration a model ships, or None (argmax)."""
+    section = read_model_metadata(model_dir).get("calibration")
+    if section is None:
+        return None
+    return Calibration.from_dict(section, str(Path(model_dir) / METADATA_FILE))
+
+
+def fit_logistic(
+    features: np.ndarray,
+    labels: np.ndarray,
+    weights: np.ndarray | None = None,
+    *,
+    l2: float = 1e-3,
+    steps: int = 3000,
+    lr: float = 0.1,
+) -> np.ndarray:
+    """Fit a weighted multinomial logistic regression (3 classes) by full-batch Adam.
+
+    Returns the (3, n_features) weight matrix. The bias column is not penalised.
+    """
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    if x.ndim != 2 or len(x) != len(y) or len(x) == 0:
+        raise InputError(f"need n feature rows and n labels, found {x.shape} and {y.shape}")
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
+    onehot = np.eye(3)[y]
+    theta = np.zeros((3, x.shape[1]))
+    penalty = np.full(x.shape[1], l2)
+    penalty[-1] = 0.0
+    m, v = np.zeros_like(theta), np.zeros_like(theta)
+    for t in range(1, steps + 1):
+        logits = x @ theta.T
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        grad = ((p - onehot) * w[:, None]).T @ x + penalty * theta
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad**2
+        theta -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    return theta

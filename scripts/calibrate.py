@@ -1,0 +1,255 @@
+"""Fit a model's calibrated verdict head and write it into the model's ``ragcheck.json``.
+
+Data (dev splits only, never a training split and never an evaluation's reporting half):
+
+* Factcheck-GPT dev pairs (claims whose sha1's first hex digit is 0-3, see
+  ``../shared/data/SOURCES.md``), calibration half;
+* LingNLI validation pairs, calibration half;
+* SICK TRIAL split (the TEST split stays evaluation only).
+
+The *calibration half* of a set holds the pairs whose hypothesis has an even last sha1 hex digit
+(:func:`is_calibration_half`); the other half is where ``scripts/eval_nli.py`` reports, so the
+reported numbers never come from pairs the head was fitted on.
+
+Each pair goes through the engine's windowed checker (argmax switched off); the deciding
+window's probabilities and pair features (``ragcheck_local.calibration``) are the inputs of a
+3-class logistic regression. Within a set every gold class weighs the same (the targets are
+balanced accuracies); the sets weigh ``--set-weight`` each (default: Factcheck-GPT, real LLM
+claims against retrieved passages and so the closest to RAG checking, 2; the others 1).
+
+    python scripts/calibrate.py --model models/ragcheck-nli-minilm-l6 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ragcheck_local.calibration import (  # noqa: E402
+    FEATURES,
+    METADATA_FILE,
+    Calibration,
+    feature_matrix,
+    fit_logistic,
+    read_model_metadata,
+)
+from ragcheck_local.nli import NLIChecker, NLIConfig  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+LABEL_IDS = {"entailment": 0, "neutral": 1, "contradiction": 2}
+SICK_LABEL = {"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2}
+FACTCHECK_STANCE = {
+    "completely-support": 0,
+    "partially-support": 1,
+    "refute": 2,
+    "irrelevant": 1,
+}
+
+
+@dataclass(frozen=True)
+class DevSet:
+    """Pairs (premise, claim) with gold label ids (0 E, 1 N, 2 C)."""
+
+    name: str
+    pairs: list[tuple[str, str]]
+    labels: list[int]
+
+
+def _sha1(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def is_factcheck_dev(claim: str) -> bool:
+    """Factcheck-GPT's fixed dev split (first sha1 hex digit 0-3)."""
+    return _sha1(claim)[0] in "0123"
+
+
+def is_calibration_half(hypothesis: str) -> bool:
+    """The half of a dev set that calibration may be fitted on (even last sha1 hex digit)."""
+    return _sha1(hypothesis)[-1] in "02468ace"
+
+
+def load_factcheck_dev(path: Path) -> DevSet:
+    """Factcheck-GPT dev pairs (completely-support = entailment; see SOURCES.md)."""
+    pairs, labels = [], []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                if is_factcheck_dev(row["claim"]):
+                    pairs.append((row["evidence"], row["claim"]))
+                    labels.append(FACTCHECK_STANCE[row["stance"]])
+    return DevSet("factcheck_dev", pairs, labels)
+
+
+def load_lingnli_val(folder: Path) -> DevSet:
+    """LingNLI validation pairs (all rounds and protocols)."""
+    pairs, labels = [], []
+    for path in sorted(folder.glob("*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    if row.get("label") in LABEL_IDS:
+                        pairs.append((row["premise"], row["hypothesis"]))
+                        labels.append(LABEL_IDS[row["label"]])
+    return DevSet("lingnli_val", pairs, labels)
+
+
+def load_sick(path: Path, split: str) -> DevSet:
+    """One SemEval split of SICK (TRIAL for calibration, TEST for evaluation)."""
+    pairs, labels = [], []
+    with path.open(encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            if row["SemEval_set"].strip() == split:
+                pairs.append((row["sentence_A"], row["sentence_B"]))
+                labels.append(SICK_LABEL[row["entailment_label"].strip()])
+    return DevSet(f"sick_{split.lower()}", pairs, labels)
+
+
+def half(ds: DevSet, calibration: bool) -> DevSet:
+    """The calibration (or reporting) half of a dev set."""
+    keep = [i for i, (_, h) in enumerate(ds.pairs) if is_calibration_half(h) == calibration]
+    suffix = "calib" if calibration else "report"
+    return DevSet(f"{ds.name}_{suffix}", [ds.pairs[i] for i in keep], [ds.labels[i] for i in keep])
+
+
+def window_features(checker: NLIChecker, ds: DevSet) -> np.ndarray:
+    """Feature rows (deciding window's probabilities and texts) for every pair of ``ds``."""
+    results = checker.check(ds.pairs)
+    probs = np.asarray([r.probs for r in results], dtype=np.float64)
+    premises = []
+    for (premise, _), r in zip(ds.pairs, results, strict=True):
+        span = r.window_span or (0, len(premise))
+        premises.append(premise[span[0] : span[1]])
+    return feature_matrix(probs, [c for _, c in ds.pairs], premises)
+
+
+def scores(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """3-way accuracy and entailment-vs-rest balanced accuracy."""
+    e_gold, e_pred = gold == 0, pred == 0
+    bal = 0.5 * (
+        (e_pred[e_gold].mean() if e_gold.any() else np.nan)
+        + ((~e_pred)[~e_gold].mean() if (~e_gold).any() else np.nan)
+    )
+    return {"acc": float((pred == gold).mean()), "bal_acc_entailment": float(bal), "n": len(gold)}
+
+
+def sample_weights(
+    groups: Sequence[tuple[str, int]], set_weights: dict[str, float] | None = None
+) -> np.ndarray:
+    """Every set sums to its weight (default 1), every gold class within a set to the same
+    share of it."""
+    set_weights = set_weights or {}
+    counts: dict[tuple[str, int], int] = {}
+    classes: dict[str, set[int]] = {}
+    for name, label in groups:
+        counts[(name, label)] = counts.get((name, label), 0) + 1
+        classes.setdefault(name, set()).add(label)
+    return np.asarray(
+        [
+            set_weights.get(name, 1.0) / (len(classes[name]) * counts[(name, label)])
+            for name, label in groups
+        ]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default=str(ROOT / "models" / "ragcheck-nli-minilm-l6"))
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--limit", type=int, default=0, help="at most N pairs per set (0 = all)")
+    ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument(
+        "--set-weight", action="append", default=[], metavar="PREFIX=W",
+        help="weight of the calibration sets whose name starts with PREFIX (default "
+        "factcheck=2, others 1)",
+    )  # fmt: skip
+    ap.add_argument("--write", action="store_true", help=f"write the head into {METADATA_FILE}")
+    ap.add_argument("--json", type=Path, default=None, help="also write the report here")
+    a = ap.parse_args(argv)
+
+    data = a.data_dir
+    full = [
+        load_factcheck_dev(data / "factcheck-gpt" / "claim_evidence_stance.jsonl"),
+        load_lingnli_val(data / "nli-eval" / "lingnli" / "val"),
+    ]
+    calib_sets = [half(ds, True) for ds in full]
+    calib_sets.append(load_sick(data / "nli-eval" / "sick" / "SICK.txt", "TRIAL"))
+    report_sets = [half(ds, False) for ds in full]
+    if a.limit:
+        calib_sets = [DevSet(d.name, d.pairs[: a.limit], d.labels[: a.limit]) for d in calib_sets]
+        report_sets = [DevSet(d.name, d.pairs[: a.limit], d.labels[: a.limit]) for d in report_sets]
+
+    checker = NLIChecker(NLIConfig(model=a.model, device=a.device, calibrate=False))
+    feats = {d.name: window_features(checker, d) for d in [*calib_sets, *report_sets]}
+    x = np.concatenate([feats[d.name] for d in calib_sets])
+    y = np.concatenate([np.asarray(d.labels) for d in calib_sets])
+    groups = [(d.name, lab) for d in calib_sets for lab in d.labels]
+    prefixes = {"factcheck": 2.0}
+    for spec in a.set_weight:
+        prefix, sep, value = spec.partition("=")
+        try:
+            prefixes[prefix] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or prefixes[prefix] < 0:
+            ap.error(f"--set-weight expects PREFIX=W with W >= 0, got {spec!r}")
+    set_weights = {
+        d.name: next((w for p, w in prefixes.items() if d.name.startswith(p)), 1.0)
+        for d in calib_sets
+    }
+    theta = fit_logistic(x, y, sample_weights(groups, set_weights), l2=a.l2)
+    fitted_on = ", ".join(
+        f"{d.name} ({len(d.pairs)} pairs, weight {set_weights[d.name]:g})" for d in calib_sets
+    )
+    head = Calibration(
+        weights=tuple(tuple(round(float(w), 6) for w in row) for row in theta),
+        features=FEATURES,
+        fitted_on=fitted_on,
+    )
+
+    report: dict[str, dict[str, dict[str, float]]] = {}
+    for d in [*calib_sets, *report_sets]:
+        gold = np.asarray(d.labels)
+        f = feats[d.name]
+        argmax = f[:, :3].argmax(axis=1)
+        calibrated = head.scores(f).argmax(axis=1)
+        report[d.name] = {"argmax": scores(argmax, gold), "calibrated": scores(calibrated, gold)}
+    for name, r in report.items():
+        print(
+            f"{name:24s} n={r['argmax']['n']:5d}  "
+            f"acc {100 * r['argmax']['acc']:5.1f} -> {100 * r['calibrated']['acc']:5.1f}  "
+            f"bal_acc(E) {100 * r['argmax']['bal_acc_entailment']:5.1f} -> "
+            f"{100 * r['calibrated']['bal_acc_entailment']:5.1f}"
+        )
+    if a.json:
+        a.json.write_text(json.dumps({"report": report, **head.to_dict()}, indent=2) + "\n")
+    if a.write:
+        meta = read_model_metadata(a.model)
+        meta["calibration"] = head.to_dict()
+        meta["calibration"]["report"] = report
+        path = Path(a.model) / METADATA_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

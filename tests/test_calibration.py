@@ -1,0 +1,132 @@
+"""Calibrated verdicts: features, the logistic head, its JSON and the engine applying it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragcheck_local.calibration import (
+    FEATURES,
+    METADATA_FILE,
+    Calibration,
+    feature_matrix,
+    fit_logistic,
+    load_calibration,
+    pair_features,
+)
+from ragcheck_local.errors import ModelError
+from ragcheck_local.verdicts import combine
+
+
+def test_pair_features_coverage_numbers_and_names() -> None:
+    premise = "The Eiffel Tower in Paris was completed in 1889 and is 330 metres tall."
+    cov, num, ent = pair_features("The Eiffel Tower was completed in 1889.", premise)
+    assert cov == 1.0 and num == 0.0 and ent == 0.0
+    cov, num, ent = pair_features("The Eiffel Tower was completed in 1925.", premise)
+    assert num == 1.0 and cov < 1.0
+    _, _, ent = pair_features("It was designed by Gustave Eiffel in Lyon.", premise)
+    # "Gustave" and "Lyon" are missing, "Eiffel" is there.
+    assert ent == pytest.approx(2 / 3)
+    # "6,650" and "6650" are the same number.
+    assert pair_features("It is 6,650 km long.", "The river is 6650 km long.")[1] == 0.0
+
+
+def test_pair_features_japanese_uses_bigrams_and_numbers() -> None:
+    cov, num, _ = pair_features("申請から20日以内に届きます。", "申請から10日以内に届きます。")
+    assert num == 1.0
+    assert 0.5 < cov < 1.0
+
+
+def test_feature_matrix_shape_and_logs() -> None:
+    probs = np.array([[0.7, 0.2, 0.1], [0.0, 1.0, 0.0]])
+    x = feature_matrix(probs, ["a b c", "d"], ["a b c", "x"])
+    assert x.shape == (2, len(FEATURES))
+    assert x[0, 0] == pytest.approx(np.log(0.7))
+    assert x[1, 0] == pytest.approx(np.log(1e-6))  # clipped, not -inf
+    assert (x[:, FEATURES.index("bias")] == 1).all()
+    with pytest.raises(ValueError, match="probability array"):
+        feature_matrix(np.ones((2, 2)), ["a", "b"], ["a", "b"])
+
+
+def test_fit_logistic_separates_a_feature_argmax_cannot() -> None:
+    """Pairs the 'model' calls entailed with low coverage are gold neutral: the head learns
+    to use coverage, where argmax cannot."""
+    rng = np.random.default_rng(0)
+    n = 600
+    cov = rng.uniform(0, 1, n)
+    probs = np.tile([0.6, 0.3, 0.1], (n, 1))
+    gold = np.where(cov > 0.5, 0, 1)
+    x = np.zeros((n, len(FEATURES)))
+    x[:, :3] = np.log(probs)
+    x[:, 3] = cov
+    x[:, 6] = 1.0
+    theta = fit_logistic(x, gold, steps=2000)
+    pred = (x @ theta.T).argmax(axis=1)
+    assert (pred == gold).mean() > 0.95
+    assert (probs.argmax(axis=1) == gold).mean() < 0.6
+
+
+def _head() -> Calibration:
+    # Entailment only when coverage is high, whatever the probabilities say.
+    w_e = [0.0, 0.0, 0.0, 10.0, 0.0, 0.0, -5.0]
+    w_n = [0.0] * 7
+    w_c = [0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0]
+    return Calibration(weights=(tuple(w_e), tuple(w_n), tuple(w_c)), fitted_on="test")
+
+
+def test_calibration_roundtrip_and_validation(tmp_path: Path) -> None:
+    head = _head()
+    again = Calibration.from_dict(json.loads(json.dumps(head.to_dict())))
+    assert again == head
+    bad = head.to_dict() | {"labels": ["Neutral", "Entailment", "Contradiction"]}
+    with pytest.raises(ModelError, match="labels must be"):
+        Calibration.from_dict(bad)
+    with pytest.raises(ModelError, match="unknown feature"):
+        Calibration(weights=((1.0,), (1.0,), (1.0,)), features=("rouge",))
+    with pytest.raises(ModelError, match="3 rows"):
+        Calibration(weights=((1.0,) * 7,) * 2)
+    with pytest.raises(ModelError, match="finite"):
+        Calibration(weights=((float("nan"),) * 7,) * 3)
+    (tmp_path / METADATA_FILE).write_text("{not json", encoding="utf-8")
+    with pytest.raises(ModelError, match="not valid UTF-8 JSON"):
+        load_calibration(tmp_path)
+    (tmp_path / METADATA_FILE).write_text(json.dumps({"languages": ["en"]}), encoding="utf-8")
+    assert load_calibration(tmp_path) is None
+
+
+def test_combine_uses_given_verdicts() -> None:
+    parts = [(0.9, 0.05, 0.05), (0.1, 0.1, 0.8)]
+    assert combine(parts) == ("Entailment", 0)
+    assert combine(parts, ["Neutral", "Contradiction"]) == ("Contradiction", 1)
+    with pytest.raises(ValueError, match="1 verdicts for 2 parts"):
+        combine(parts, ["Neutral"])
+
+
+def test_checker_applies_shipped_calibration_and_keeps_model_probs(
+    lexical_model: Path, tmp_path: Path
+) -> None:
+    from ragcheck_local.nli import NLIChecker, NLIConfig
+
+    model = tmp_path / "calibrated"
+    shutil.copytree(lexical_model, model)
+    pairs = [
+        ("the cat sat on the mat", "the cat sat"),  # lexical model: entailment; coverage 1
+        ("the cat sat on the mat", "the dog ran"),  # neutral; coverage 0
+    ]
+    plain = NLIChecker(NLIConfig(model=str(model), device="cpu")).check(pairs)
+    (model / METADATA_FILE).write_text(
+        json.dumps({"languages": ["en"], "calibration": _head().to_dict()}), encoding="utf-8"
+    )
+    calibrated = NLIChecker(NLIConfig(model=str(model), device="cpu")).check(pairs)
+    off = NLIChecker(NLIConfig(model=str(model), device="cpu", calibrate=False)).check(pairs)
+    assert [r.verdict for r in plain] == ["Entailment", "Neutral"]
+    assert [r.verdict for r in off] == ["Entailment", "Neutral"]
+    # The head calls the 0.8-neutral pair Contradiction only via log p(c); coverage 0 keeps
+    # it from Entailment; the covered pair stays Entailment.
+    assert calibrated[0].verdict == "Entailment"
+    assert calibrated[1].verdict != "Entailment"
+    assert [r.probs for r in calibrated] == [r.probs for r in plain]

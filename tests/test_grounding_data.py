@@ -1,0 +1,180 @@
+"""Tests of scripts/make_grounding_data.py: each transformation, splits and determinism."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "make_grounding_data.py"
+
+
+@pytest.fixture(scope="module")
+def gd():
+    spec = importlib.util.spec_from_file_location("make_grounding_data", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_grounding_data"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+EIFFEL = (
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was designed by the company "
+    "of Gustave Eiffel and completed in 1889 for the World's Fair. The tower is 330 metres "
+    "tall, and it was the tallest structure in the world until 1930."
+)
+
+
+def test_split_sentences_keeps_abbreviations(gd) -> None:
+    text = "Use a list, e.g. a stack. It grows. The U.S. Army was founded in 1775."
+    assert gd.split_sentences(text) == [
+        "Use a list, e.g. a stack.",
+        "It grows.",
+        "The U.S. Army was founded in 1775.",
+    ]
+
+
+def test_drop_modifiers_removes_parenthetical_intro_and_relative_clause(gd) -> None:
+    assert gd.drop_modifiers("The tower (built for the fair) is 330 metres tall.") == (
+        "The tower is 330 metres tall."
+    )
+    assert gd.drop_modifiers("In 1889, the tower was opened to the public.") == (
+        "The tower was opened to the public."
+    )
+    assert gd.drop_modifiers("The tower, which is made of iron, is 330 metres tall.") == (
+        "The tower is 330 metres tall."
+    )
+    assert gd.drop_modifiers("The tower is tall.") is None
+
+
+def test_split_coordination_needs_two_full_clauses(gd) -> None:
+    assert gd.split_coordination(
+        "The tower is 330 metres tall, and it was the tallest structure in the world."
+    ) == ["The tower is 330 metres tall.", "It was the tallest structure in the world."]
+    assert gd.split_coordination("Bring salt and pepper to the kitchen table today.") is None
+
+
+def test_swap_number_uses_a_same_kind_number_of_the_document(gd) -> None:
+    rng = random.Random(0)
+    out = gd.swap_number("It was completed in 1889.", ["1889", "1930", "330"], rng)
+    assert out == "It was completed in 1930."
+    # No other year in the document: a nearby different year.
+    out = gd.swap_number("It was completed in 1889.", ["1889"], random.Random(1))
+    assert out is not None and out != "It was completed in 1889." and "in 1" in out
+    assert gd.swap_number("No digits here at all.", ["12"], rng) is None
+
+
+def test_swap_entity_replaces_a_name_with_another_of_the_document(gd) -> None:
+    sentence = "It was designed by the company of Gustave Eiffel in Paris."
+    ents = gd.entities_in(EIFFEL)
+    assert "Gustave Eiffel" in ents and "World" in " ".join(ents)
+    out = gd.swap_entity(sentence, ents, random.Random(3))
+    assert out is not None and out != sentence
+    assert ("Gustave Eiffel" not in out) or ("Paris" not in out)
+
+
+def test_entities_skip_sentence_initial_words_and_abbreviations(gd) -> None:
+    ents = gd.entities_in("However the plan failed. Dr. Smith left for Boston.")
+    assert "However" not in ents and "Dr" not in ents
+    assert "Smith" in ents and "Boston" in ents
+
+
+def test_toggle_negation_adds_and_removes(gd) -> None:
+    assert gd.toggle_negation("The tower is made of iron.") == "The tower is not made of iron."
+    assert gd.toggle_negation("The tower is not made of iron.") == "The tower is made of iron."
+    assert gd.toggle_negation("The tower isn't made of iron.") == "The tower is made of iron."
+    assert gd.toggle_negation("Towers rise.") is None
+
+
+def test_replace_subject_entity_uses_an_entity_the_passage_never_mentions(gd) -> None:
+    out = gd.replace_subject_entity(
+        "Gustave Eiffel designed the tower.", ["Paris", "Marie Curie"], EIFFEL, random.Random(0)
+    )
+    assert out == "Marie Curie designed the tower."
+
+
+def test_coverage(gd) -> None:
+    assert gd.coverage("The tower is tall.", "A tall tower stands here.") == 1.0
+    assert gd.coverage("The bridge is long.", "A tall tower stands here.") == 0.0
+
+
+def test_pairs_have_all_labels_and_premises_of_chunk_length(gd) -> None:
+    paras = tuple(
+        f"{EIFFEL} Paragraph {i} notes that visitors climbed {100 + i} steps." for i in range(6)
+    )
+    doc = gd.Document("d1", "test", paras)
+    other = gd.Document("d2", "test", ("Marie Curie was a physicist who worked in Warsaw. " * 8,))
+    rows = gd.pairs_for_document(doc, [other], random.Random(5), 40, 120, unrelated_rate=1.0)
+    labels = {r["label"] for r in rows}
+    assert labels == {"entailment", "neutral", "contradiction"}
+    for r in rows:
+        assert 40 <= len(gd.words(r["premise"])) <= 120
+        if r["kind"] == "verbatim":
+            assert r["hypothesis"] in r["premise"]
+        if r["label"] == "contradiction":
+            assert r["hypothesis"] not in r["premise"]
+    assert any(r["kind"] == "unrelated_passage" and "Curie" in r["premise"] for r in rows)
+
+
+def test_factcheck_split_never_emits_eval_dev_claims(gd, tmp_path: Path) -> None:
+    claims = [f"Claim number {i} is about something." for i in range(60)]
+    rows = [
+        {"claim": c, "evidence": f"Evidence for {c}", "stance": "partially-support"} for c in claims
+    ]
+    train, traindev = gd.factcheck_pairs(rows)
+    emitted = {r["hypothesis"] for r in train + traindev}
+    assert emitted
+    assert not any(gd.is_factcheck_eval_dev(c) for c in emitted)
+    assert {r["label"] for r in train} == {"neutral"}  # partially-support is not entailment
+    assert not {r["group"] for r in train} & {r["group"] for r in traindev}
+    docs = gd.factcheck_documents(rows)
+    assert all(not gd.is_factcheck_eval_dev(c) for c in emitted)
+    assert len(docs) == len(emitted)
+
+
+def test_build_is_deterministic_and_splits_by_document(gd) -> None:
+    docs = [
+        gd.Document(
+            f"doc{i}", "test", tuple(f"{EIFFEL} Entry {i} lists {10 + j} items." for j in range(4))
+        )
+        for i in range(40)
+    ]
+    a = gd.build(docs, 13, 30, 120, 0.5)
+    b = gd.build(docs, 13, 30, 120, 0.5)
+    assert a == b
+    train, dev = a
+    assert dev and train
+    assert not {r["group"] for r in train} & {r["group"] for r in dev}
+
+
+def test_html_paragraphs_drop_code(gd) -> None:
+    markup = (
+        "<p>The <code>open()</code> call returns a file object here.</p>"
+        "<p>Files are closed automatically when the block of the with statement ends.</p>"
+    )
+    assert gd.html_paragraphs(markup) == [
+        "Files are closed automatically when the block of the with statement ends."
+    ]
+
+
+def test_cli_writes_files(gd, tmp_path: Path) -> None:
+    fc = tmp_path / "fc.jsonl"
+    fc.write_text(
+        "".join(
+            json.dumps({"claim": f"The tower number {i} was built in 1889.", "evidence": EIFFEL,
+                        "stance": "completely-support"}) + "\n"
+            for i in range(30)
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--python-docs", str(tmp_path / "none"), "--factcheck", str(fc)]
+    rc = gd.main([*args, "--min-words", "20"])
+    assert rc == 0
+    counts = json.loads((out / "counts.json").read_text(encoding="utf-8"))
+    assert counts["factcheck_train"] + counts["factcheck_traindev"] <= 30
+    assert (out / "grounding_train.jsonl").is_file()
