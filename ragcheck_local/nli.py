@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .calibration import load_calibration
+from .calibration import METADATA_FILE, load_calibration
 from .errors import InputError, ModelError
 from .verdicts import Probs, combine
 
@@ -419,6 +419,8 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
         raise InputError(
             f"{config.max_length} exceeds the model's limit of {limit}", field="max_length"
         )
+    if config.calibrate:
+        load_calibration(path)  # a broken ragcheck.json fails now, not after files exist
     return {
         "resolved_path": str(path),
         "max_length": config.max_length if config.max_length is not None else min(limit, 512),
@@ -427,15 +429,12 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
     }
 
 
-MODEL_LANGUAGES_FILE = "ragcheck.json"
-
-
 def model_languages(model_dir: str | Path) -> tuple[str, ...] | None:
     """The languages a model declares: ``ragcheck.json`` ``{"languages": [...]}`` beside the
     weights, else a ``languages`` list in ``config.json``; None when it declares none (or the
     files cannot be read: this only decides whether to warn)."""
     path = Path(model_dir)
-    for name in (MODEL_LANGUAGES_FILE, "config.json"):
+    for name in (METADATA_FILE, "config.json"):
         file = path / name
         if not file.is_file():
             continue
