@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,13 +62,4 @@ def write_bytes(path: Path, data: bytes | str) -> Path:
     """Write ``data`` (text may hold lone surrogates) to ``path``."""
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     path.write_bytes(raw)
-    return path
-
-
-def fresh_dir(path: Path) -> Path:
-    """``path`` created empty (a run's watched folder)."""
-    path.mkdir(parents=True, exist_ok=True)
-    for child in path.iterdir():
-        if child.is_file():
-            os.unlink(child)
     return path
