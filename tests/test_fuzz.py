@@ -226,7 +226,7 @@ def test_evaluate_fuzz_every_mutant_exits_0_or_2_and_writes_nothing_on_2(
         codes[outcome.exit_code] += 1
     raw = json.dumps({"results": base}, ensure_ascii=False).encode("utf-8")
     for n, (kind, data) in enumerate(_byte_mutants(rng, raw)):
-        suffix = rng.choice([".json", ".jsonl", ".csv"])
+        suffix = rng.choice([".json", ".jsonl", ".csv", ".parquet"])
         folder = tmp_path / f"b{n}"
         folder.mkdir()
         src = write_bytes(folder / f"in{suffix}", data)

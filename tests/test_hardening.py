@@ -499,3 +499,28 @@ def test_japanese_text_with_an_english_only_model_warns(
     notes = [r.getMessage() for r in caplog.records if "declares languages" in r.getMessage()]
     assert len(notes) == 1
     assert "1 item(s) in 'ja'" in notes[0] and "query_id 'q2'" in notes[0]
+
+
+def test_setup_sh_does_nothing_when_up_to_date() -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[1]
+    venv = Path(sys.prefix)
+    stamp = venv / ".ragcheck_setup_stamp"
+    if not stamp.is_file():
+        pytest.skip("this environment was not made by scripts/setup.sh")
+    before = stamp.stat().st_mtime_ns
+    env = {**os.environ, "RAGCHECK_VENV": str(venv)}
+    env.setdefault("RAGCHECK_EXTRAS", "ja,onnx,ray,dev")
+    started = time.monotonic()
+    done = subprocess.run(
+        ["bash", str(root / "scripts" / "setup.sh")], env=env, capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    if stamp.stat().st_mtime_ns != before:
+        pytest.skip("the environment was out of date (extras differ); it was brought up to date")
+    assert time.monotonic() - started < 60
+    assert done.stdout == b""
