@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from .errors import RagcheckError
+from .errors import InputError, RagcheckError
 
 logger = logging.getLogger("ragcheck_local")
 
@@ -390,6 +390,12 @@ def compare(
     if output_path is not None:
         check_output_path(output_path, inputs=[run_a, run_b], option="--output")
     result = compare_runs(load_output(run_a), load_output(run_b), n_boot=n_boot, seed=seed)
+    if not result.shared:
+        raise InputError(
+            f"{run_a} and {run_b} share no query_id ({len(result.only_in_a)} and "
+            f"{len(result.only_in_b)} queries): nothing to compare",
+            field="query_id",
+        )
     labels = {"label_a": run_a, "label_b": run_b}
     click.echo(format_compare_text(result, lang=lang, **labels), nl=False)
     if output_path:

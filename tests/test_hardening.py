@@ -215,9 +215,11 @@ def test_disk_full_exits_2_naming_the_path(
     assert not outcome.traceback
     assert outcome.exit_code == 2
     assert "No space left on device" in outcome.output
-    assert "out.json" in outcome.output
+    assert "out.json" in outcome.output  # the final output's path is named
     assert not (src.parent / "out.json").exists()
     assert not list(src.parent.glob(".out.json.*.tmp"))
+    # The checkpoint of finished blocks stays, so --resume continues once there is space.
+    assert output_paths(src.parent / "out.json")["checkpoint"].exists()
 
 
 @pytest.mark.parametrize(

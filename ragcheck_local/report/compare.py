@@ -188,12 +188,6 @@ def compare_runs(
     ra, rb = prepare(a), prepare(b)
     ids_a, ids_b = _by_id(ra, "A"), _by_id(rb, "B")
     shared = tuple(qid for qid in ids_a if qid in ids_b)
-    if not shared:
-        raise InputError(
-            f"the two runs share no query_id (A has {len(ids_a)}, B has {len(ids_b)}); "
-            "compare needs runs over the same queries",
-            field="query_id",
-        )
     only_a = tuple(qid for qid in ids_a if qid not in ids_b)
     only_b = tuple(qid for qid in ids_b if qid not in ids_a)
     names = _metric_names(ra, rb)
