@@ -215,7 +215,7 @@ def test_disk_full_exits_2_naming_the_path(
     assert not outcome.traceback
     assert outcome.exit_code == 2
     assert "No space left on device" in outcome.output
-    assert "out.json" in outcome.output  # the final output's path is named
+    assert "out.partial.jsonl" in outcome.output  # the file it could not write is named
     assert not (src.parent / "out.json").exists()
     assert not list(src.parent.glob(".out.json.*.tmp"))
     # The checkpoint of finished blocks stays, so --resume continues once there is space.
