@@ -1,7 +1,8 @@
 """ragcheck_local: RAGChecker-style RAG diagnosis with a local NLI cross-encoder, offline.
 
 Public API: :func:`evaluate` (file in, files out), :class:`EvalConfig`, :func:`build_config`,
-:class:`Evaluator` (in-memory blocks of items), :func:`recompute`.
+:class:`Evaluator` (in-memory blocks of items), :func:`recompute`. The package map and the
+data's path through it are in the README's "Architecture" section.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ __all__ = ["EvalConfig", "Evaluator", "__version__", "build_config", "evaluate",
 _LAZY = {
     "EvalConfig": "config",
     "build_config": "config",
-    "Evaluator": "pipeline",
+    "Evaluator": "evaluator",
     "evaluate": "pipeline",
     "recompute": "pipeline",
 }

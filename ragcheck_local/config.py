@@ -1,158 +1,479 @@
-"""The one run configuration: a frozen dataclass, YAML presets in ``configs/``, CLI overrides."""
+"""The one run configuration: frozen sections whose choices are checked when they are built.
+
+An :class:`EvalConfig` holds one section per stage (``nli``, ``claims``, ``prefilter``,
+``input``, ``run``, ``engine``). Every field is typed; ``Literal`` choices and numeric bounds
+are checked in ``__post_init__``, so a bad value fails when the config is built, never at model
+load. Presets are YAML files shipped with the package (:mod:`ragcheck_local.resources`);
+values are set by dotted key (``nli.max_length``, like spaCy's ``--set``) or by the flat names
+the CLI flags and RAGChecker-style callers use (:data:`FLAT_KEYS`).
+
+Examples:
+    >>> config = build_config("cpu", {"nli.max_length": 256, "batch_size": 8})
+    >>> config.nli.max_length, config.nli.batch_size, config.nli.device
+    (256, 8, 'cpu')
+    >>> try:
+    ...     build_config(None, {"nli.dtype": "int4"})
+    ... except InputError as exc:
+    ...     print(exc.field, "|", exc.reason)
+    nli.dtype | expected one of auto, float32, float16, bfloat16; found 'int4'
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+import functools
+import importlib.util
+import re
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .device import parse_devices
-from .errors import InputError
+from .errors import InputError, show_value
+from .resources import default_model_path, preset_names, preset_path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-CONFIG_DIR = PROJECT_ROOT / "configs"
-DEFAULT_MODEL_NAME = "ragcheck-nli-minilm-l6"
-MODEL_ENV = "RAGCHECK_LOCAL_MODEL"
-ENGINES = ("local", "ray")
-ENGINE_SETTINGS = ("engine", "ray_address", "num_actors", "num_gpus_per_actor", "devices")
-"""Settings that choose where a run executes, never what it computes."""
+Dtype = Literal["auto", "float32", "float16", "bfloat16"]
+Backend = Literal["torch", "onnx"]
+ExtractorKind = Literal["sentence", "seq2seq"]
+PrefilterMode = Literal["off", "lexical", "embedding"]
+EmptyPolicy = Literal["zero", "skip"]
+OnError = Literal["raise", "skip"]
+InputFormat = Literal["auto", "ragchecker", "jsonl", "parquet", "csv", "json-table"]
+EngineKind = Literal["local", "ray"]
+
+_DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+_LANG_RE = re.compile(r"^[a-z]{2,3}$")
 
 
-def default_model_path() -> str:
-    """The bundled default NLI model: ``$RAGCHECK_LOCAL_MODEL`` or ``models/<default>``."""
-    env = os.environ.get(MODEL_ENV)
-    if env:
-        return env
-    return str(PROJECT_ROOT / "models" / DEFAULT_MODEL_NAME)
+def _help(text: str, **checks: Any) -> dict[str, Any]:
+    """Field metadata: the help text (CLI, docs) and the checks beyond the type."""
+    return {"help": text, **checks}
+
+
+# -- value checks named in field metadata -------------------------------------------------------
+
+
+def check_device(value: str) -> str | None:
+    """Why ``value`` is not a device string (None when it is one)."""
+    if _DEVICE_RE.match(value):
+        return None
+    return f"expected auto, cpu, cuda, cuda:N or mps, found {show_value(value)}"
+
+
+def check_lang(value: str) -> str | None:
+    """Why ``value`` is not ``auto`` or a language spaCy ships (None when it is)."""
+    if value == "auto" or (_LANG_RE.match(value) and _spacy_has_lang(value)):
+        return None
+    return f"expected auto or a spaCy language code (en, ja, de, ...), found {show_value(value)}"
+
+
+def _spacy_has_lang(code: str) -> bool:
+    # Looks for spacy/lang/<code>/ on disk: importing spaCy here would slow every config.
+    spec = importlib.util.find_spec("spacy")
+    if spec is None or not spec.submodule_search_locations:
+        return True  # no spaCy: the claims stage reports that, with an install hint
+    return any((Path(p) / "lang" / code).is_dir() for p in spec.submodule_search_locations)
+
+
+def check_devices(value: tuple[str, ...]) -> str | None:
+    """Why a worker device list is not usable (None when it is)."""
+    if not value:
+        return "expected a non-empty device list"
+    for part in value:
+        if part == "auto" or check_device(part):
+            return f"expected cpu, cuda, cuda:N or mps in the list, found {show_value(part)}"
+    gpus = [p if ":" in p else f"{p}:0" for p in value if p != "cpu"]
+    if len(gpus) != len(set(gpus)):
+        return f"a device is listed twice: {','.join(value)!r}"
+    return None
+
+
+def check_shard(value: tuple[int, int]) -> str | None:
+    """Why ``(I, N)`` is not a shard (None when it is)."""
+    index, count = value
+    if count >= 1 and 0 <= index < count:
+        return None
+    return f"expected I/N with 0 <= I < N, found {index}/{count}"
+
+
+_CHECKS = {"device": check_device, "lang": check_lang, "devices": check_devices}
+
+
+# -- sections -----------------------------------------------------------------------------------
+
+
+class _Section:
+    """Validation shared by every section: types, ``Literal`` choices, bounds, named checks."""
+
+    def __post_init__(self) -> None:
+        section = SECTION_NAMES.get(type(self), type(self).__name__)
+        hints = _hints(type(self))
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            problem = _problem(value, hints[f.name], f.metadata)
+            if problem:
+                raise InputError(problem, field=f"{section}.{f.name}")
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _problem(value: Any, hint: Any, meta: Mapping[str, Any]) -> str | None:
+    """Why ``value`` does not fit the type ``hint`` and the checks in ``meta`` (None if it does)."""
+    args = typing.get_args(hint)
+    if value is None:
+        return None if type(None) in args else f"expected a value, found {show_value(value)}"
+    if type(None) in args:
+        hint = next(a for a in args if a is not type(None))
+        args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        if value not in args:
+            return f"expected one of {', '.join(map(str, args))}; found {show_value(value)}"
+    elif hint is bool:
+        if not isinstance(value, bool):
+            return f"expected true or false, found {show_value(value)}"
+    elif hint is int or hint is float:
+        kinds = (int,) if hint is int else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            kind = "an integer" if hint is int else "a number"
+            return f"expected {kind}, found {show_value(value)}"
+        low, high = meta.get("min"), meta.get("max")
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = f"in [{low}, {high}]" if high is not None else f">= {low}"
+            return f"must be {bounds}, found {show_value(value)}"
+    elif hint is str:
+        if not isinstance(value, str):
+            return f"expected a string, found {show_value(value)}"
+    elif origin is tuple and not isinstance(value, tuple):
+        return f"expected a list, found {show_value(value)}"
+    check = meta.get("check")
+    if check is not None:
+        return _CHECKS.get(check, check)(value) if isinstance(check, str) else check(value)
+    return None
 
 
 @dataclass(frozen=True)
-class EvalConfig:
-    """Everything that decides what an evaluation run computes and how."""
+class NLIConfig(_Section):
+    """The judge: which NLI model, where it runs and how pairs are batched and windowed."""
 
-    nli_model: str | None = None
-    metrics: tuple[str, ...] = ("all_metrics",)
-    device: str = "auto"
-    dtype: str = "auto"
-    batch_size: int = 64
-    max_batch_tokens: int = 16384
-    max_length: int | None = None
-    window_overlap: int = 1
-    backend: str = "torch"
-    compile: bool = False
-    prefilter: str = "off"
-    """Relevance screen for chunk → claim checks: off | lexical | embedding."""
-    prefilter_threshold: float = 0.1
-    lang: str = "auto"
-    spacy_model: str | None = None
-    extractor: str = "sentence"
-    extractor_model: str | None = None
-    extractor_batch_size: int = 8
-    empty_policy: str = "zero"
-    on_error: str = "raise"
-    input_format: str = "auto"
-    column_map: tuple[tuple[str, str], ...] = ()
-    progress: bool = True
-    cache: str | None = None
-    block_size: int = 256
-    """Items per block: the unit of checkpointing, resume and batching."""
-    max_item_chars: int = 200_000
-    """Most characters of text in one item; a larger item is refused up front (memory)."""
-    shard: tuple[int, int] | None = None
-    resume: bool = False
-    engine: str = "local"
-    ray_address: str | None = None
-    num_actors: int | None = None
-    num_gpus_per_actor: float | None = None
-    devices: tuple[str, ...] | None = None
-    """Local engine: one worker process per listed device; None = one per GPU when several."""
+    model: str | None = field(
+        default=None, metadata=_help("Local NLI model directory (default: the bundled model).")
+    )
+    device: str = field(
+        default="auto", metadata=_help("auto | cpu | cuda | cuda:N | mps", check="device")
+    )
+    dtype: Dtype = field(default="auto", metadata=_help("Model dtype (auto: float32 on CPU)."))
+    batch_size: int = field(default=64, metadata=_help("Most pairs per forward pass.", min=1))
+    max_batch_tokens: int = field(
+        default=16384, metadata=_help("Token budget per forward pass.", min=1)
+    )
+    max_length: int | None = field(
+        default=None, metadata=_help("Tokens per (window, claim) pair.", min=16)
+    )
+    window_overlap: int = field(
+        default=1, metadata=_help("Sentences shared by consecutive windows.", min=0)
+    )
+    backend: Backend = field(default="torch", metadata=_help("Inference backend."))
+    compile: bool = field(default=False, metadata=_help("torch.compile (GPU)."))
+    calibrate: bool = field(
+        default=True,
+        metadata=_help("Apply the calibrated verdict head the model ships (off: argmax)."),
+    )
 
     @property
     def model_path(self) -> str:
         """The NLI model to load (the bundled default when none is given)."""
-        return self.nli_model or default_model_path()
+        return self.model or default_model_path()
 
-    def validate(self) -> None:
-        """Check values that do not need a model (raises :class:`InputError`)."""
-        if self.empty_policy not in ("zero", "skip"):
-            raise InputError(
-                f"expected 'zero' or 'skip', found {self.empty_policy!r}", field="empty_policy"
-            )
-        if self.on_error not in ("raise", "skip"):
-            raise InputError(
-                f"expected 'raise' or 'skip', found {self.on_error!r}", field="on_error"
-            )
-        if self.extractor not in ("sentence", "seq2seq"):
-            raise InputError(
-                f"expected 'sentence' or 'seq2seq', found {self.extractor!r}", field="extractor"
-            )
-        if self.extractor == "seq2seq" and not self.extractor_model:
-            raise InputError(
-                "--extractor seq2seq needs --extractor-model PATH", field="extractor_model"
-            )
-        for name in (
-            "batch_size",
-            "max_batch_tokens",
-            "block_size",
-            "extractor_batch_size",
-            "max_item_chars",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"must be a positive integer, found {value!r}", field=name)
-        if self.engine not in ENGINES:
-            raise InputError(
-                f"expected one of {', '.join(ENGINES)}, found {self.engine!r}", field="engine"
-            )
-        n = self.num_actors
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise InputError(f"must be a positive integer, found {n!r}", field="num_actors")
-        g = self.num_gpus_per_actor
-        if g is not None and (isinstance(g, bool) or not isinstance(g, int | float) or g < 0):
-            raise InputError(f"must be a number >= 0, found {g!r}", field="num_gpus_per_actor")
-        if self.devices is not None:
-            parse_devices(self.devices)
-        from .prefilter import PrefilterConfig
 
-        PrefilterConfig(mode=self.prefilter, threshold=self.prefilter_threshold).validate()
-        if self.shard is not None:
-            index, count = self.shard
-            if not (count >= 1 and 0 <= index < count):
-                raise InputError(
-                    f"expected I/N with 0 <= I < N, found {index}/{count}", field="shard"
-                )
+@dataclass(frozen=True)
+class ExtractorConfig(_Section):
+    """Claim extraction: sentence claims (spaCy) or a local seq2seq model."""
+
+    kind: ExtractorKind = field(default="sentence", metadata=_help("Claim extractor."))
+    lang: str = field(
+        default="auto", metadata=_help("auto | en | ja | ... (spaCy language code).", check="lang")
+    )
+    spacy_model: str | None = field(
+        default=None, metadata=_help("Installed spaCy pipeline name or path for sentences.")
+    )
+    model: str | None = field(
+        default=None, metadata=_help("Local seq2seq model directory (--extractor seq2seq).")
+    )
+    device: str | None = field(
+        default=None,
+        metadata=_help("Device of the seq2seq model (default: nli.device).", check="device"),
+    )
+    batch_size: int = field(default=8, metadata=_help("Texts per seq2seq batch.", min=1))
+    max_new_tokens: int = field(default=128, metadata=_help("Seq2seq output tokens.", min=1))
+    prefix: str = field(default="extract claims: ", metadata=_help("Seq2seq input prefix."))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.kind == "seq2seq" and not self.model:
+            raise InputError(
+                "--extractor seq2seq needs --extractor-model PATH", field="claims.model"
+            )
+
+
+@dataclass(frozen=True)
+class PrefilterConfig(_Section):
+    """Relevance screen for chunk → claim checks (pairs it rejects are Neutral, unscored)."""
+
+    mode: PrefilterMode = field(
+        default="off",
+        metadata=_help("Label clearly unrelated chunk-claim pairs Neutral without the model."),
+    )
+    threshold: float = field(
+        default=0.1,
+        metadata=_help("Lexical relevance below which pairs are skipped.", min=0, max=1),
+    )
+    embedding_threshold: float = field(
+        default=0.3,
+        metadata=_help("Embedding mode: checked anyway at this cosine.", min=0, max=1),
+    )
+    embedding_model: str | None = field(
+        default=None, metadata=_help("sentence-transformers model (default: installed MiniLM).")
+    )
+    device: str | None = field(
+        default=None,
+        metadata=_help("Device of the embedding model (default: nli.device).", check="device"),
+    )
+
+
+@dataclass(frozen=True)
+class InputConfig(_Section):
+    """How the input file is read."""
+
+    format: InputFormat = field(default="auto", metadata=_help("Input file format."))
+    column_map: tuple[tuple[str, str], ...] = field(
+        default=(), metadata=_help("SOURCE=FIELD pairs, e.g. question=query.")
+    )
+    on_error: OnError = field(
+        default="raise",
+        metadata=_help("Stop at the first bad record, or record it as rejected and go on."),
+    )
+    max_item_chars: int = field(
+        default=200_000,
+        metadata=_help(
+            "Refuse items with more characters of text than this (bounds one item's memory).",
+            min=1,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class RunConfig(_Section):
+    """What a run computes and where it keeps its state."""
+
+    metrics: tuple[str, ...] = field(
+        default=("all_metrics",), metadata=_help("Metric or group names.")
+    )
+    empty_policy: EmptyPolicy = field(
+        default="zero",
+        metadata=_help("Items without claims count as 0 (RAGChecker) or are skipped."),
+    )
+    block_size: int = field(
+        default=256,
+        metadata=_help("Items per block: each finished block is checkpointed for --resume.", min=1),
+    )
+    cache: str | None = field(default=None, metadata=_help("SQLite cache of NLI probabilities."))
+    shard: tuple[int, int] | None = field(
+        default=None,
+        metadata=_help("Evaluate only shard I of N (I/N, by query_id).", check=check_shard),
+    )
+    resume: bool = field(default=False, metadata=_help("Continue an interrupted run."))
+    progress: bool = field(default=True, metadata=_help("Progress bars."))
+
+
+@dataclass(frozen=True)
+class EngineConfig(_Section):
+    """Where a run executes (never what it computes)."""
+
+    kind: EngineKind = field(
+        default="local",
+        metadata=_help("local (this process) or ray (Ray Data: pip install 'ragcheck_local[ray]')"),
+    )
+    ray_address: str | None = field(
+        default=None,
+        metadata=_help("Ray cluster to join, e.g. auto (default: $RAY_ADDRESS/local)."),
+    )
+    num_actors: int | None = field(
+        default=None, metadata=_help("NLI actors (--engine ray; default: one per GPU).", min=1)
+    )
+    num_gpus_per_actor: float | None = field(
+        default=None, metadata=_help("GPUs per NLI actor (--engine ray).", min=0)
+    )
+    devices: tuple[str, ...] | None = field(
+        default=None,
+        metadata=_help(
+            "One worker process per device, e.g. cuda:0,cuda:1 (default auto: every GPU when "
+            "several are visible).",
+            check="devices",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Everything that decides what an evaluation run computes and how, one section per stage.
+
+    Examples:
+        >>> config = EvalConfig()
+        >>> config.nli.backend, config.claims.kind, config.run.metrics
+        ('torch', 'sentence', ('all_metrics',))
+        >>> config.override({"engine.kind": "ray"}).engine.kind
+        'ray'
+    """
+
+    nli: NLIConfig = field(default_factory=NLIConfig)
+    claims: ExtractorConfig = field(default_factory=ExtractorConfig)
+    prefilter: PrefilterConfig = field(default_factory=PrefilterConfig)
+    input: InputConfig = field(default_factory=InputConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+
+    def override(self, values: Mapping[str, Any]) -> EvalConfig:
+        """A copy with ``values`` (dotted or flat keys; None = leave as is) set and validated."""
+        sections: dict[str, dict[str, Any]] = {}
+        for key, value in values.items():
+            if value is None:
+                continue
+            for dotted in _targets(key):
+                section, name = dotted.split(".")
+                sections.setdefault(section, {})[name] = _coerce(dotted, value)
+        return dataclasses.replace(
+            self,
+            **{s: dataclasses.replace(getattr(self, s), **v) for s, v in sections.items()},
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON view (for the manifest)."""
+        """Plain-JSON view (for the manifest), with the model path resolved."""
         out = dataclasses.asdict(self)
-        out["model_path"] = self.model_path
+        out["nli"]["model_path"] = self.nli.model_path
         return out
 
 
-_FIELDS = {f.name: f for f in fields(EvalConfig)}
+SECTIONS: dict[str, type] = {f.name: f.type for f in fields(EvalConfig)}  # type: ignore[misc]
+SECTIONS = {name: typing.get_type_hints(EvalConfig)[name] for name in SECTIONS}
+SECTION_NAMES: dict[type, str] = {cls: name for name, cls in SECTIONS.items()}
+DOTTED_KEYS: tuple[str, ...] = tuple(
+    f"{name}.{f.name}" for name, cls in SECTIONS.items() for f in fields(cls)
+)
+"""Every setting, as ``section.field``."""
+
+FLAT_KEYS: dict[str, tuple[str, ...]] = {
+    "nli_model": ("nli.model",),
+    "device": ("nli.device",),
+    "dtype": ("nli.dtype",),
+    "batch_size": ("nli.batch_size",),
+    "max_batch_tokens": ("nli.max_batch_tokens",),
+    "max_length": ("nli.max_length",),
+    "window_overlap": ("nli.window_overlap",),
+    "backend": ("nli.backend",),
+    "compile": ("nli.compile",),
+    "prefilter": ("prefilter.mode",),
+    "prefilter_threshold": ("prefilter.threshold",),
+    "lang": ("claims.lang",),
+    "spacy_model": ("claims.spacy_model",),
+    "extractor": ("claims.kind",),
+    "extractor_model": ("claims.model",),
+    "extractor_batch_size": ("claims.batch_size",),
+    "input_format": ("input.format",),
+    "column_map": ("input.column_map",),
+    "on_error": ("input.on_error",),
+    "max_item_chars": ("input.max_item_chars",),
+    "metrics": ("run.metrics",),
+    "empty_policy": ("run.empty_policy",),
+    "block_size": ("run.block_size",),
+    "cache": ("run.cache",),
+    "shard": ("run.shard",),
+    "resume": ("run.resume",),
+    "progress": ("run.progress",),
+    "engine": ("engine.kind",),
+    "ray_address": ("engine.ray_address",),
+    "num_actors": ("engine.num_actors",),
+    "num_gpus_per_actor": ("engine.num_gpus_per_actor",),
+    "devices": ("engine.devices",),
+}
+"""Flat names (the CLI flags, the v0.1 API and RAGChecker-style callers) → dotted settings."""
+
+ENGINE_SETTINGS = ("engine",)
+"""Sections that choose where a run executes, never what it computes."""
 
 
-def _coerce(name: str, value: Any) -> Any:
-    if name in ("metrics",) and isinstance(value, str):
-        return tuple(v.strip() for v in value.split(",") if v.strip())
-    if name == "metrics" and isinstance(value, list | tuple):
-        return tuple(str(v) for v in value)
-    if name == "column_map" and isinstance(value, Mapping):
-        return tuple((str(k), str(v)) for k, v in value.items())
-    if name == "prefilter" and isinstance(value, bool):
-        # YAML 1.1 reads a bare `off` / `on` as a boolean.
-        return "lexical" if value else "off"
-    if name == "devices" and isinstance(value, str | list | tuple):
+def field_of(dotted: str) -> dataclasses.Field[Any]:
+    """The dataclass field behind a dotted key."""
+    section, name = dotted.split(".")
+    return next(f for f in fields(SECTIONS[section]) if f.name == name)
+
+
+def choices(dotted: str) -> tuple[str, ...] | None:
+    """The allowed values of a ``Literal`` setting (None for free-form settings)."""
+    hint = _hints(SECTIONS[dotted.split(".")[0]])[dotted.split(".")[1]]
+    args = typing.get_args(hint)
+    return args if typing.get_origin(hint) is Literal else None
+
+
+def _targets(key: str) -> tuple[str, ...]:
+    if key in FLAT_KEYS:
+        return FLAT_KEYS[key]
+    if key in DOTTED_KEYS:
+        return (key,)
+    if key in SECTIONS:
+        raise InputError(f"a whole section cannot be set; use {key}.FIELD", field=key)
+    raise InputError(
+        f"unknown setting {key!r}; valid: {', '.join(DOTTED_KEYS)} (or {', '.join(FLAT_KEYS)})",
+        field=key,
+    )
+
+
+def _coerce(dotted: str, value: Any) -> Any:
+    """YAML / CLI spellings → the field's type (lists → tuples, ``I/N`` → shard, ...)."""
+    if dotted == "run.metrics":
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+    if dotted == "input.column_map":
+        if isinstance(value, Mapping):
+            return tuple((str(k), str(v)) for k, v in value.items())
+        if isinstance(value, str):
+            from .formats.input import parse_column_map
+
+            return tuple(parse_column_map(value).items())
+        if isinstance(value, list | tuple):
+            return tuple(tuple(pair) for pair in value)
+    if dotted == "prefilter.mode" and isinstance(value, bool):
+        return "lexical" if value else "off"  # YAML 1.1 reads a bare `off` / `on` as a boolean
+    if dotted == "engine.devices" and isinstance(value, str | list | tuple):
         return parse_devices(value)
-    if name == "shard" and isinstance(value, str):
+    if dotted == "run.shard" and isinstance(value, str):
         return parse_shard(value)
-    if name == "shard" and isinstance(value, list | tuple):
+    if dotted == "run.shard" and isinstance(value, list | tuple):
         # Through parse_shard so [1] or [a, b] give an InputError, not IndexError/ValueError.
         return parse_shard("/".join(str(v) for v in value))
     return value
+
+
+def parse_devices(spec: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    """``"cuda:0,cuda:1"`` (or a list) → ``("cuda:0", "cuda:1")``; None/``"auto"`` → None.
+
+    ``cpu`` may repeat (``cpu,cpu``: two CPU processes, mainly for tests); a GPU may not, as
+    two processes would each hold a model copy on it for no gain.
+    """
+    if spec is None or (isinstance(spec, str) and spec.strip() == "auto"):
+        return None
+    parts = spec.split(",") if isinstance(spec, str) else [str(p) for p in spec]
+    devices = tuple(p.strip() for p in parts if p.strip())
+    problem = check_devices(devices)
+    if problem:
+        raise InputError(problem, field="engine.devices")
+    return devices
 
 
 def parse_shard(spec: str) -> tuple[int, int]:
@@ -160,21 +481,37 @@ def parse_shard(spec: str) -> tuple[int, int]:
     try:
         index, count = (int(x) for x in spec.split("/"))
     except ValueError:
-        raise InputError(f"expected I/N such as 0/4, found {spec!r}", field="shard") from None
+        raise InputError(f"expected I/N such as 0/4, found {spec!r}", field="run.shard") from None
     return index, count
 
 
-def load_preset(name_or_path: str | Path) -> dict[str, Any]:
-    """Read a YAML preset (``default``, ``cpu``, ``gpu`` or a path) into a dict of fields."""
+def parse_set(items: Iterable[str]) -> dict[str, Any]:
+    """``["nli.max_length=256", ...]`` → ``{"nli.max_length": 256}`` (values read as YAML)."""
     import yaml
 
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = CONFIG_DIR / f"{name_or_path}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")) if CONFIG_DIR.is_dir() else []
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"expected KEY=VALUE, found {item!r}", field="--set")
+        try:
+            out[key.strip()] = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError:
+            out[key.strip()] = text
+    return out
+
+
+def load_preset(name_or_path: str | Path) -> dict[str, Any]:
+    """Read a YAML preset (``default``, ``cpu``, ``gpu`` or a path) into flat ``dotted: value``.
+
+    A preset holds sections (``nli: {device: cpu}``) and/or flat keys (``device: cpu``).
+    """
+    import yaml
+
+    path = preset_path(name_or_path)
+    if path is None:
         raise InputError(
-            f"no preset {str(name_or_path)!r}; known presets: {known}", field="--config"
+            f"no preset {str(name_or_path)!r}; known presets: {preset_names()}", field="--config"
         )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -182,25 +519,28 @@ def load_preset(name_or_path: str | Path) -> dict[str, Any]:
         raise InputError(f"invalid YAML: {exc}", record=str(path)) from None
     if not isinstance(data, Mapping):
         raise InputError(f"expected a mapping, found {type(data).__name__}", record=str(path))
-    unknown = sorted(set(data) - set(_FIELDS))
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in SECTIONS and isinstance(value, Mapping):
+            values.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            values[str(key)] = value
+    unknown = sorted(k for k in values if k not in FLAT_KEYS and k not in DOTTED_KEYS)
     if unknown:
         raise InputError(
-            f"unknown setting(s) {unknown}; valid: {sorted(_FIELDS)}", record=str(path)
+            f"unknown setting(s) {unknown}; valid: {list(DOTTED_KEYS)}", record=str(path)
         )
-    return dict(data)
+    return values
 
 
 def build_config(
     preset: str | Path | None = "default",
     overrides: Mapping[str, Any] | None = None,
 ) -> EvalConfig:
-    """Preset values, then non-None ``overrides`` (CLI flags) on top; validated."""
+    """Preset values, then non-None ``overrides`` (CLI flags, ``--set``) on top; validated.
+
+    Keys are dotted (``nli.max_length``) or flat (``max_length``, see :data:`FLAT_KEYS`).
+    """
     values: dict[str, Any] = load_preset(preset) if preset else {}
-    for key, value in (overrides or {}).items():
-        if key not in _FIELDS:
-            raise InputError(f"unknown setting {key!r}", field=key)
-        if value is not None:
-            values[key] = value
-    config = EvalConfig(**{k: _coerce(k, v) for k, v in values.items()})
-    config.validate()
-    return config
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return EvalConfig().override(values)

@@ -37,6 +37,10 @@ class InputError(RagcheckError):
         self.reason = message
 
 
+class MetricsInputError(InputError, ValueError):
+    """Bad input to the metrics code: an InputError (exit code 2) that is also a ValueError."""
+
+
 class ModelError(RagcheckError):
     """A model directory that cannot be used (missing files, unknown labels, ...)."""
 

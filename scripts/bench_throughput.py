@@ -6,8 +6,9 @@ In one process, on the same (chunk, claim) pairs and the same model, it times
 * ``baseline``: what RAGChecker/RefChecker's NLI checker does — pairs in input order
   (claim-major: for each item, for each claim, for each chunk), fixed batches of 16,
   ``tokenizer(padding=True, truncation=True, max_length=512)``, argmax;
-* ``engine``: :meth:`ragcheck_local.nli.NLIChecker.check` (length-sorted token-budget batches,
-  each distinct text tokenized once, dedupe, windows instead of truncation);
+* ``engine``: :meth:`ragcheck_local.judge.checker.NLIChecker.check` (length-sorted
+  token-budget batches, each distinct text tokenized once, dedupe, windows instead of
+  truncation);
 
 and optionally the engine with ``--backend onnx`` (int8 and fp32 graphs), with ``--compile``
 (torch.compile) and behind ``--prefilter``. It
@@ -191,7 +192,7 @@ def workload_from_input(path: str | Path) -> list[BenchItem]:
     """Items of a RAGChecker input file; claims = the engine's sentence claims of the response
     and of the ground-truth answer (both are checked against every chunk)."""
     from ragcheck_local.claims import ExtractorConfig, build_extractor
-    from ragcheck_local.io import iter_items
+    from ragcheck_local.formats.input import iter_items
 
     rag_items = list(iter_items(path))
     extractor = build_extractor(ExtractorConfig(kind="sentence"))
@@ -267,7 +268,7 @@ class BaselineChecker:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from ragcheck_local.nli import label_columns
+        from ragcheck_local.judge.checker import label_columns
 
         self.torch = torch
         self.device = device
@@ -313,7 +314,7 @@ def _engine(
     dtype: str = "auto",
     compile_model: bool = False,
 ) -> Any:
-    from ragcheck_local.nli import NLIChecker, NLIConfig
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig
 
     config = NLIConfig(
         model=str(model),
@@ -330,7 +331,7 @@ def _engine(
 def _fresh(engine: Any) -> Any:
     """The engine with an empty run-wide dedupe cache: every timed run starts cold (otherwise
     a repeat, or the pairs of the warm-up, would be answered from memory, not scored)."""
-    from ragcheck_local.cache import MemoryCache
+    from ragcheck_local.judge.cache import MemoryCache
 
     engine.cache = MemoryCache()
     return engine
@@ -422,7 +423,7 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
             runners[name] = lambda p, e=eng: [r.verdict for r in _fresh(e).check(p)]
         prefilter = None
         if args.prefilter != "off":
-            from ragcheck_local.prefilter import Prefilter, PrefilterConfig
+            from ragcheck_local.judge.prefilter import Prefilter, PrefilterConfig
 
             prefilter = Prefilter(
                 PrefilterConfig(mode=args.prefilter, threshold=args.prefilter_threshold)
@@ -554,7 +555,7 @@ def prefilter_sweep(
 ) -> list[dict[str, float]]:
     """What each threshold would skip, given the exact engine's verdicts (no model runs: a
     skipped pair is Neutral, a kept pair keeps its exact verdict)."""
-    from ragcheck_local.prefilter import Prefilter, PrefilterConfig
+    from ragcheck_local.judge.prefilter import Prefilter, PrefilterConfig
 
     rows = []
     entailed = [i for i, v in enumerate(exact) if v == ENTAILMENT]
@@ -689,7 +690,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     result = run_benchmark(args)
     print(format_table(result))
     if args.json_out:
-        from ragcheck_local.io import write_json
+        from ragcheck_local.formats.files import write_json
 
         write_json(args.json_out, result)
     return result

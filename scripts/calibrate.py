@@ -12,7 +12,7 @@ The *calibration half* of a set holds the pairs whose hypothesis has an even las
 reported numbers never come from pairs the head was fitted on.
 
 Each pair goes through the engine's windowed checker (argmax switched off); the deciding
-window's probabilities and pair features (``ragcheck_local.calibration``) are the inputs of a
+window's probabilities and pair features (``ragcheck_local.judge.calibration``) are the inputs of a
 3-class logistic regression. Within a set every gold class weighs the same (the targets are
 balanced accuracies); the sets weigh ``--set-weight`` each (default: Factcheck-GPT, real LLM
 claims against retrieved passages and so the closest to RAG checking, 2; the others 1).
@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragcheck_local.calibration import (  # noqa: E402
+from ragcheck_local.judge.calibration import (  # noqa: E402
     FEATURES,
     METADATA_FILE,
     Calibration,
@@ -45,7 +45,7 @@ from ragcheck_local.calibration import (  # noqa: E402
     fit_logistic,
     read_model_metadata,
 )
-from ragcheck_local.nli import NLIChecker, NLIConfig  # noqa: E402
+from ragcheck_local.judge.checker import NLIChecker, NLIConfig  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 LABEL_IDS = {"entailment": 0, "neutral": 1, "contradiction": 2}
@@ -148,22 +148,52 @@ def scores(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
 
 
 def sample_weights(
-    groups: Sequence[tuple[str, int]], set_weights: dict[str, float] | None = None
+    groups: Sequence[tuple[str, int]],
+    set_weights: dict[str, float] | None = None,
+    class_power: float = 1.0,
 ) -> np.ndarray:
-    """Every set sums to its weight (default 1), every gold class within a set to the same
-    share of it."""
+    """Every set sums to its weight (default 1); within a set a pair of gold class ``c``
+    weighs ``count(c) ** -class_power`` (1: every class the same share, the balanced-accuracy
+    objective; 0: every pair the same, the accuracy objective; 0.5 in between)."""
     set_weights = set_weights or {}
     counts: dict[tuple[str, int], int] = {}
     classes: dict[str, set[int]] = {}
     for name, label in groups:
         counts[(name, label)] = counts.get((name, label), 0) + 1
         classes.setdefault(name, set()).add(label)
+    raw = np.asarray([counts[g] ** -class_power for g in groups])
+    totals: dict[str, float] = {}
+    for (name, _), r in zip(groups, raw, strict=True):
+        totals[name] = totals.get(name, 0.0) + float(r)
     return np.asarray(
         [
-            set_weights.get(name, 1.0) / (len(classes[name]) * counts[(name, label)])
-            for name, label in groups
+            set_weights.get(name, 1.0) * r / totals[name]
+            for (name, _), r in zip(groups, raw, strict=True)
         ]
     )
+
+
+def _checker(model: str, device: str) -> NLIChecker:
+    return NLIChecker(NLIConfig(model=model, device=device, calibrate=False))
+
+
+def cached_features(
+    path: Path | None, model: str, sets: Sequence[DevSet], device: str
+) -> dict[str, np.ndarray]:
+    """Feature rows per set, from ``path`` when it was made for the same model and pairs."""
+    from ragcheck_local.judge.cache import model_fingerprint
+
+    key = model_fingerprint(model) + ":" + _sha1(json.dumps([d.pairs for d in sets]))
+    if path is not None and path.is_file():
+        with np.load(path, allow_pickle=False) as data:
+            if str(data["key"]) == key:
+                return {d.name: data[d.name] for d in sets}
+        print(f"{path} was made for another model or other pairs: recomputing")
+    checker = _checker(model, device)
+    feats = {d.name: window_features(checker, d) for d in sets}
+    if path is not None:
+        np.savez(path, key=np.asarray(key), **feats)
+    return feats
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,6 +204,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--limit", type=int, default=0, help="at most N pairs per set (0 = all)")
     ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument(
+        "--class-power", type=float, default=1.0,
+        help="class weighting within a set: 1 balanced, 0 none (see sample_weights)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--features", type=Path, default=None,
+        help="cache of the computed features (.npz); reused when it names the same model",
+    )  # fmt: skip
     ap.add_argument(
         "--set-weight", action="append", default=[], metavar="PREFIX=W",
         help="weight of the calibration sets whose name starts with PREFIX (default "
@@ -195,8 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         calib_sets = [DevSet(d.name, d.pairs[: a.limit], d.labels[: a.limit]) for d in calib_sets]
         report_sets = [DevSet(d.name, d.pairs[: a.limit], d.labels[: a.limit]) for d in report_sets]
 
-    checker = NLIChecker(NLIConfig(model=a.model, device=a.device, calibrate=False))
-    feats = {d.name: window_features(checker, d) for d in [*calib_sets, *report_sets]}
+    feats = cached_features(a.features, a.model, [*calib_sets, *report_sets], a.device)
     x = np.concatenate([feats[d.name] for d in calib_sets])
     y = np.concatenate([np.asarray(d.labels) for d in calib_sets])
     groups = [(d.name, lab) for d in calib_sets for lab in d.labels]
@@ -213,9 +250,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         d.name: next((w for p, w in prefixes.items() if d.name.startswith(p)), 1.0)
         for d in calib_sets
     }
-    theta = fit_logistic(x, y, sample_weights(groups, set_weights), l2=a.l2)
-    fitted_on = ", ".join(
-        f"{d.name} ({len(d.pairs)} pairs, weight {set_weights[d.name]:g})" for d in calib_sets
+    weights = sample_weights(groups, set_weights, a.class_power)
+    theta = fit_logistic(x, y, weights, l2=a.l2)
+    fitted_on = (
+        ", ".join(
+            f"{d.name} ({len(d.pairs)} pairs, weight {set_weights[d.name]:g})" for d in calib_sets
+        )
+        + f"; class power {a.class_power:g}, l2 {a.l2:g}"
     )
     head = Calibration(
         weights=tuple(tuple(round(float(w), 6) for w in row) for row in theta),

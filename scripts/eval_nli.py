@@ -41,7 +41,7 @@ from calibrate import (  # noqa: E402
 )
 from train_nli import locate_snli, read_snli  # noqa: E402
 
-from ragcheck_local.nli import NLIChecker, NLIConfig  # noqa: E402
+from ragcheck_local.judge.checker import NLIChecker, NLIConfig  # noqa: E402
 from ragcheck_local.records import ENTAILMENT, NEUTRAL, VERDICTS  # noqa: E402
 
 NEUTRAL_ID = VERDICTS.index(NEUTRAL)
@@ -323,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(format_table(rows, args.model))
     if args.json:
-        from ragcheck_local.io import write_json
+        from ragcheck_local.formats.files import write_json
 
         write_json(args.json, [r.__dict__ for r in rows])
     return 0

@@ -50,7 +50,7 @@ def lexical_forward(tokenizer, sep_id: int):
 def lexical_model(monkeypatch: pytest.MonkeyPatch, tiny_bert: Path) -> Path:
     """Patch NLIChecker so the tiny BERT behaves like :func:`lexical_forward` (model order
     is its id2label order: entailment, neutral, contradiction)."""
-    from ragcheck_local.nli import NLIChecker
+    from ragcheck_local.judge.checker import NLIChecker
 
     original = NLIChecker._torch_forward
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from tiny_models import ARCHS, build_nli_model
 
-from ragcheck_local.nli import NLIChecker, NLIConfig, PairEncoder
+from ragcheck_local.judge.checker import NLIChecker, NLIConfig, PairEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -209,7 +209,7 @@ def test_onnx_backend_picks_int8_or_exact_fp32_graph(
     tiny_bert: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dtype: str, quantize: bool
 ) -> None:
     pytest.importorskip("onnxruntime")
-    from ragcheck_local import onnx_backend
+    from ragcheck_local.judge import onnx_backend
 
     asked = []
     real = onnx_backend.ensure_onnx

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcheck_local.calibration import (
+from ragcheck_local.errors import ModelError
+from ragcheck_local.judge.calibration import (
     FEATURES,
     METADATA_FILE,
     Calibration,
@@ -18,8 +19,7 @@ from ragcheck_local.calibration import (
     load_calibration,
     pair_features,
 )
-from ragcheck_local.errors import ModelError
-from ragcheck_local.verdicts import combine
+from ragcheck_local.judge.verdicts import combine
 
 
 def test_pair_features_coverage_numbers_and_names() -> None:
@@ -109,7 +109,7 @@ def test_combine_uses_given_verdicts() -> None:
 def test_checker_applies_shipped_calibration_and_keeps_model_probs(
     lexical_model: Path, tmp_path: Path
 ) -> None:
-    from ragcheck_local.nli import NLIChecker, NLIConfig
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig
 
     model = tmp_path / "calibrated"
     shutil.copytree(lexical_model, model)

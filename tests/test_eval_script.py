@@ -158,8 +158,8 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
 ) -> None:
     import shutil
 
-    from ragcheck_local.calibration import load_calibration
-    from ragcheck_local.nli import NLIChecker, NLIConfig
+    from ragcheck_local.judge.calibration import load_calibration
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig
 
     calib = load_calibrate()
     _, data = make_data(tmp_path)
@@ -167,9 +167,14 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     shutil.copytree(tiny_bert, model)
     (model / "ragcheck.json").write_text(json.dumps({"languages": ["en"]}))
     report = tmp_path / "report.json"
-    rc = calib.main(["--model", str(model), "--data-dir", str(tmp_path), "--device", "cpu",
-                     "--write", "--json", str(report)])  # fmt: skip
-    assert rc == 0
+    feats = tmp_path / "features.npz"
+    args = ["--model", str(model), "--data-dir", str(tmp_path), "--device", "cpu", "--write",
+            "--json", str(report), "--features", str(feats)]  # fmt: skip
+    assert calib.main(args) == 0
+    assert feats.is_file()
+    first = report.read_text()
+    assert calib.main(args) == 0  # from the feature cache: the same fit
+    assert report.read_text() == first
     meta = json.loads((model / "ragcheck.json").read_text())
     assert meta["languages"] == ["en"]  # other keys are kept
     head = load_calibration(model)
@@ -190,6 +195,9 @@ def test_sample_weights_balance_sets_and_classes() -> None:
     assert w.tolist() == [0.25, 0.25, 0.5, 1.0]
     w = calib.sample_weights([("a", 0), ("b", 2)], {"a": 2.0})
     assert w.tolist() == [2.0, 1.0]
+    # class_power 0: every pair of a set weighs the same (plain accuracy objective).
+    w = calib.sample_weights([("a", 0), ("a", 0), ("a", 1)], class_power=0.0)
+    assert w.tolist() == [1 / 3, 1 / 3, 1 / 3]
 
 
 def test_unrelated_pairs_never_keep_a_premise() -> None:

@@ -49,7 +49,7 @@ JSON_POISON = ("NaN", "Infinity", "-Infinity", "1e400", "9" * 4400, "[" * 3000 +
 @pytest.fixture
 def warm_loaders(monkeypatch: pytest.MonkeyPatch) -> None:
     """Load each spaCy pipeline and NLI model once for the whole test (hundreds of runs)."""
-    from ragcheck_local import claims, pipeline
+    from ragcheck_local import claims, evaluator
 
     nlps: dict[Any, Any] = {}
     original_nlp = claims.Segmenter._nlp
@@ -61,17 +61,17 @@ def warm_loaders(monkeypatch: pytest.MonkeyPatch) -> None:
         return nlps[key]
 
     checkers: dict[Any, Any] = {}
-    original_checker = pipeline.Evaluator.checker.fget
+    original_checker = evaluator.Evaluator.checker.fget
 
     def cached_checker(self: Any) -> Any:
-        key = (self.config.model_path, self.config.max_length, self.config.batch_size)
+        key = (self.config.nli, self.config.run.cache)
         if key not in checkers:
             checkers[key] = original_checker(self)
         self._checker = checkers[key]
         return self._checker
 
     monkeypatch.setattr(claims.Segmenter, "_nlp", cached_nlp)
-    monkeypatch.setattr(pipeline.Evaluator, "checker", property(cached_checker))
+    monkeypatch.setattr(evaluator.Evaluator, "checker", property(cached_checker))
 
 
 # -- record-level mutants ----------------------------------------------------------------------

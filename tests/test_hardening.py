@@ -201,7 +201,7 @@ def test_merge_with_a_scalar_in_results_exits_2(tmp_path: Path) -> None:
 def test_disk_full_exits_2_naming_the_path(
     tmp_path: Path, tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ragcheck_local.io as io_module
+    import ragcheck_local.formats.files as io_module
 
     src = _input(tmp_path)
     original = io_module.os.fsync
@@ -461,7 +461,7 @@ def _model_copy(src: Path, dest: Path) -> Path:
 def test_model_languages_come_from_ragcheck_json_then_config_json(
     tmp_path: Path, tiny_bert: Path
 ) -> None:
-    from ragcheck_local.nli import model_languages
+    from ragcheck_local.judge.checker import model_languages
 
     model = _model_copy(tiny_bert, tmp_path / "m")
     assert model_languages(model) is None  # nothing declared: unknown, never a warning

@@ -1,31 +1,53 @@
-"""Input reading/validation and atomic output writing (ragcheck_local.io)."""
+"""Input reading/validation (formats.input) and atomic file writing (formats.files)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ragcheck_local.errors import InputError
-from ragcheck_local.io import (
+from ragcheck_local.formats.files import (
     atomic_writer,
-    detect_format,
     dumps_json,
-    item_to_dict,
-    iter_items,
     load_json,
-    parse_column_map,
-    read_items,
-    validate_record,
     write_json,
-    write_jsonl,
     write_text,
 )
-from ragcheck_local.records import Chunk, Rejected
+from ragcheck_local.formats.input import (
+    detect_format,
+    item_to_dict,
+    iter_items,
+    parse_column_map,
+    validate_record,
+)
+from ragcheck_local.records import Chunk, RagItem, Rejected
+
+
+@dataclass(frozen=True)
+class _Read:
+    items: tuple[RagItem, ...]
+    rejected: tuple[Rejected, ...]
+
+
+def read_items(path: Path, **kwargs: Any) -> _Read:
+    """A whole input file through iter_items, with what it rejected."""
+    rejected: list[Rejected] = []
+    items = tuple(iter_items(path, rejected=rejected, **kwargs))
+    return _Read(items, tuple(rejected))
+
+
+def write_jsonl(path: Path, rows: Any) -> None:
+    """JSON Lines written atomically (the way the library writes its own files)."""
+    with atomic_writer(path) as fh:
+        for row in rows:
+            fh.write(dumps_json(row, indent=None) + "\n")
+
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "ragcheck_local" / "examples"
 

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from tiny_models import ARCHS, build_nli_model
 
 from ragcheck_local.errors import InputError, ModelError
-from ragcheck_local.nli import NLIChecker, NLIConfig, label_columns, to_canonical
+from ragcheck_local.judge.checker import NLIChecker, NLIConfig, label_columns, to_canonical
 from ragcheck_local.records import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 LONG_FILLER = " ".join(["the dog is in the city."] * 40)
@@ -247,16 +248,17 @@ def test_cache_hits_skip_forward_passes(lexical_model: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"batch_size": 0}, "batch_size"),
-        ({"max_batch_tokens": -1}, "max_batch_tokens"),
-        ({"window_overlap": -1}, "window_overlap"),
-        ({"backend": "tf"}, "backend"),
-        ({"max_length": 4}, "max_length"),
+        ({"batch_size": 0}, "nli.batch_size"),
+        ({"max_batch_tokens": -1}, "nli.max_batch_tokens"),
+        ({"window_overlap": -1}, "nli.window_overlap"),
+        ({"backend": "tf"}, "nli.backend"),
+        ({"max_length": 4}, "nli.max_length"),
     ],
 )
 def test_invalid_settings_are_input_errors(tiny_bert: Path, kwargs, field) -> None:
+    # Rejected when the settings are built: no model is loaded first.
     with pytest.raises(InputError) as info:
-        NLIChecker(NLIConfig(model=str(tiny_bert), device="cpu", **kwargs))
+        NLIConfig(model=str(tiny_bert), device="cpu", **kwargs)
     assert info.value.field == field
 
 
@@ -289,7 +291,7 @@ def test_pairs_repeated_across_calls_are_scored_once(lexical_model: Path) -> Non
 
 
 def test_memory_cache_is_bounded() -> None:
-    from ragcheck_local.cache import MemoryCache
+    from ragcheck_local.judge.cache import MemoryCache
 
     cache = MemoryCache(max_entries=2)
     cache.put_many({("a", "1"): (1, 0, 0), ("b", "1"): (0, 1, 0), ("c", "1"): (0, 0, 1)})
@@ -302,7 +304,7 @@ def test_memory_cache_is_bounded() -> None:
 
 
 def test_memory_cache_returns_exact_floats_and_keeps_keys_apart() -> None:
-    from ragcheck_local.cache import MemoryCache
+    from ragcheck_local.judge.cache import MemoryCache
 
     cache = MemoryCache()
     probs = (0.1 + 0.2, 1 / 3, 1e-300)
@@ -311,3 +313,30 @@ def test_memory_cache_returns_exact_floats_and_keeps_keys_apart() -> None:
     got = cache.get_many([("ab", "c"), ("a", "bc"), ("abc", "")])
     assert got == {("ab", "c"): probs, ("a", "bc"): (0.0, 0.0, 1.0)}
     assert all(a.hex() == b.hex() for a, b in zip(got[("ab", "c")], probs, strict=True))
+
+
+def test_cache_is_keyed_by_the_resolved_settings(tiny_bert: Path, tmp_path: Path) -> None:
+    """dtype "auto" resolves before the key is made: fp32 and bf16 never share entries."""
+    from ragcheck_local.judge.cache import NLICache
+
+    def checker(cache_path: str | None = None, **kwargs: Any) -> NLIChecker:
+        config = NLIConfig(model=str(tiny_bert), device="cpu", **kwargs)
+        return NLIChecker(config, cache_path=cache_path)
+
+    auto, fp32 = checker(dtype="auto"), checker(dtype="float32")
+    assert auto.settings_key() == fp32.settings_key()  # auto is float32 on CPU
+    assert "dtype=float32" in auto.settings_key()
+    assert checker(dtype="bfloat16").settings_key() != auto.settings_key()
+    assert checker(max_length=64).settings_key() != auto.settings_key()
+    assert checker(window_overlap=0).settings_key() != auto.settings_key()
+    assert auto.facts()["sha256"] in auto.settings_key()
+    cached = checker(dtype="float32", cache_path=str(tmp_path / "c.sqlite"))
+    assert isinstance(cached.cache, NLICache)
+    pairs = [("The sky is blue.", "The sky is blue.")]
+    cached.check(pairs)
+    again = checker(dtype="auto", cache_path=str(tmp_path / "c.sqlite"))
+    again.check(pairs)
+    assert again.stats["cached"] == 1 and again.stats["scored"] == 0
+    other = checker(dtype="bfloat16", cache_path=str(tmp_path / "c.sqlite"))
+    other.check(pairs)
+    assert other.stats["cached"] == 0 and other.stats["scored"] == 1

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragcheck_local import onnx_backend
 from ragcheck_local.errors import ModelError, RagcheckError
+from ragcheck_local.judge import onnx_backend
 
 WORDS = (
     "the a cat dog sat on mat is not sleeping animal sofa door near warm today big small".split()
@@ -264,7 +264,7 @@ def test_ensure_onnx_reuses_and_refreshes(tmp_path: Path) -> None:
     save_file(weights, model_dir / "model.safetensors", metadata={"format": "pt"})
     assert onnx_backend.ensure_onnx(model_dir, quantize=False) == path
     info = json.loads((path.parent / "export_info.json").read_text())
-    from ragcheck_local.cache import model_fingerprint
+    from ragcheck_local.judge.cache import model_fingerprint
 
     assert info["source_fingerprint"] == model_fingerprint(model_dir)
 

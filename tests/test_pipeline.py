@@ -107,7 +107,7 @@ def test_side_files_and_atomic_outputs(tmp_path: Path, lexical_model: Path) -> N
     assert {r["source"] for r in rows} == {"response", "gt_answer"}
     assert all({"query_id", "claim", "span", "verdict", "probs"} <= set(r) for r in rows)
     manifest = json.loads(paths["manifest"].read_text())
-    assert manifest["model"]["sha256"] and manifest["config"]["device"] == "cpu"
+    assert manifest["model"]["sha256"] and manifest["config"]["nli"]["device"] == "cpu"
     assert manifest["counts"]["items"] == 3 and "torch" in manifest["versions"]
     assert not paths["checkpoint"].exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
@@ -165,23 +165,23 @@ def test_empty_policy_skip_leaves_claimless_items_out(tmp_path: Path, lexical_mo
 def test_resume_after_a_crash_gives_identical_output(
     tmp_path: Path, lexical_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragcheck_local import pipeline
+    from ragcheck_local.evaluator import Evaluator
 
     ref_dir = tmp_path / "ref"
     ref_dir.mkdir()
     run(ref_dir, lexical_model, block_size=1)
     reference = (ref_dir / "out.json").read_bytes()
 
-    original = pipeline.Evaluator.evaluate_block
+    original = Evaluator.check
     calls = {"n": 0}
 
-    def crashing(self, block):
+    def crashing(self, block, *claims):
         calls["n"] += 1
         if calls["n"] == 3:
             raise KeyboardInterrupt("simulated crash")
-        return original(self, block)
+        return original(self, block, *claims)
 
-    monkeypatch.setattr(pipeline.Evaluator, "evaluate_block", crashing)
+    monkeypatch.setattr(Evaluator, "check", crashing)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, lexical_model, block_size=1)
     checkpoint = output_paths(tmp_path / "out.json")["checkpoint"]
@@ -189,7 +189,7 @@ def test_resume_after_a_crash_gives_identical_output(
     assert not (tmp_path / "out.json").exists()
     with checkpoint.open("a") as fh:
         fh.write('{"results": [{"query_id": "c", "tor')  # torn write at the crash point
-    monkeypatch.setattr(pipeline.Evaluator, "evaluate_block", original)
+    monkeypatch.setattr(Evaluator, "check", original)
     summary, _ = run(tmp_path, lexical_model, block_size=1, resume=True)
     assert summary.counts["resumed"] == 2
     assert (tmp_path / "out.json").read_bytes() == reference

@@ -8,14 +8,15 @@ import pytest
 
 from ragcheck_local.config import build_config
 from ragcheck_local.errors import InputError
-from ragcheck_local.pipeline import _screen, evaluate
-from ragcheck_local.prefilter import (
+from ragcheck_local.evaluator import ItemPlan, screen
+from ragcheck_local.judge.prefilter import (
     Prefilter,
     PrefilterConfig,
     content_terms,
     inverse_document_frequency,
     lexical_score,
 )
+from ragcheck_local.pipeline import evaluate
 
 NILE = "The Nile flows north through Egypt into the Mediterranean Sea."
 FLAG = "The flag of the Congo has a red diagonal stripe and a yellow star."
@@ -79,25 +80,25 @@ def test_threshold_decides_and_off_keeps_everything() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"mode": "fuzzy"}, "prefilter"),
-        ({"threshold": 1.5}, "prefilter_threshold"),
-        ({"threshold": True}, "prefilter_threshold"),
-        ({"embedding_threshold": -0.1}, "prefilter_embedding_threshold"),
+        ({"mode": "fuzzy"}, "prefilter.mode"),
+        ({"threshold": 1.5}, "prefilter.threshold"),
+        ({"threshold": True}, "prefilter.threshold"),
+        ({"embedding_threshold": -0.1}, "prefilter.embedding_threshold"),
     ],
 )
 def test_invalid_settings(kwargs, field) -> None:
     with pytest.raises(InputError) as info:
-        PrefilterConfig(**kwargs).validate()
+        PrefilterConfig(**kwargs)
     assert info.value.field == field
 
 
 def test_config_accepts_yaml_booleans_and_rejects_bad_values(tmp_path: Path) -> None:
     preset = tmp_path / "p.yaml"
     preset.write_text("prefilter: off\n", encoding="utf-8")  # YAML 1.1: off == False
-    assert build_config(preset).prefilter == "off"
+    assert build_config(preset).prefilter.mode == "off"
     preset.write_text("prefilter: lexical\nprefilter_threshold: 0.3\n", encoding="utf-8")
     cfg = build_config(preset)
-    assert (cfg.prefilter, cfg.prefilter_threshold) == ("lexical", 0.3)
+    assert (cfg.prefilter.mode, cfg.prefilter.threshold) == ("lexical", 0.3)
     with pytest.raises(InputError):
         build_config("default", {"prefilter": "everything"})
 
@@ -122,26 +123,21 @@ def test_screen_remaps_plans_and_never_touches_answer_checks() -> None:
         ("chunk 2", "claim a"),  # 2
         ("chunk 1", "claim b"),  # 3
     ]
-    plans = [
-        {
-            "answer2response": [0],
-            "retrieved2response": [[1, 2, None], [3, None, None]],
-        }
-    ]
+    plans = [ItemPlan(answer2response=(0,), retrieved2response=((1, 2, None), (3, None, None)))]
     seen = []
 
     def keep(candidates):
         seen.extend(candidates)
         return [c != ("chunk 2", "claim a") for c in candidates]
 
-    kept, new_plans, dropped = _screen(pairs, plans, keep)
+    kept, new_plans, dropped = screen(pairs, plans, keep)
     assert seen == pairs[1:]  # only chunk → claim pairs are offered to the screen
     assert dropped == 1
     assert kept == [pairs[0], pairs[1], pairs[3]]
     assert new_plans == [
-        {"answer2response": [0], "retrieved2response": [[1, None, None], [2, None, None]]}
+        ItemPlan(answer2response=(0,), retrieved2response=((1, None, None), (2, None, None)))
     ]
-    assert plans[0]["retrieved2response"] == [[1, 2, None], [3, None, None]]  # input unchanged
+    assert plans[0].retrieved2response == ((1, 2, None), (3, None, None))  # input unchanged
 
 
 ITEMS = [
@@ -210,8 +206,8 @@ def test_cli_prefilter_flags_reach_the_run(tmp_path: Path, lexical_model: Path) 
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "out.manifest.json").read_text(encoding="utf-8"))
-    assert manifest["config"]["prefilter"] == "lexical"
-    assert manifest["config"]["prefilter_threshold"] == 0.05
+    assert manifest["config"]["prefilter"]["mode"] == "lexical"
+    assert manifest["config"]["prefilter"]["threshold"] == 0.05
     assert manifest["counts"]["prefiltered"] == 3
     bad = CliRunner().invoke(main, [*args[:-4], "--prefilter", "maybe"])
     assert bad.exit_code == 2

@@ -139,8 +139,8 @@ def test_cli_ray_engine_writes_the_local_engines_bytes(
     assert ray_manifest["counts"] == local_manifest["counts"]
     assert ray_manifest["counts"]["nli_scored"] > 0
     assert ray_manifest["model"] == local_manifest["model"]
-    assert ray_manifest["config"]["engine"] == "ray"
-    assert ray_manifest["config"]["num_actors"] == 2
+    assert ray_manifest["config"]["engine"]["kind"] == "ray"
+    assert ray_manifest["config"]["engine"]["num_actors"] == 2
     assert not remote["checkpoint"].exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
@@ -160,7 +160,8 @@ def test_missing_ray_is_a_clear_error_before_any_work(
 
 def test_ray_stays_an_optional_import() -> None:
     code = (
-        "import sys, ragcheck_local.cli, ragcheck_local.pipeline, ragcheck_local.ray_engine; "
+        "import sys, ragcheck_local.cli, ragcheck_local.pipeline, "
+        "ragcheck_local.engines.ray_engine; "
         "print('ray' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -169,9 +170,9 @@ def test_ray_stays_an_optional_import() -> None:
 
 def test_bad_engine_settings_name_the_field() -> None:
     for overrides, name in (
-        ({"engine": "spark"}, "engine"),
-        ({"num_actors": 0}, "num_actors"),
-        ({"num_gpus_per_actor": -1.0}, "num_gpus_per_actor"),
+        ({"engine": "spark"}, "engine.kind"),
+        ({"num_actors": 0}, "engine.num_actors"),
+        ({"num_gpus_per_actor": -1.0}, "engine.num_gpus_per_actor"),
     ):
         with pytest.raises(InputError) as info:
             build_config("default", overrides)
@@ -179,7 +180,7 @@ def test_bad_engine_settings_name_the_field() -> None:
 
 
 def test_actor_pool_defaults() -> None:
-    from ragcheck_local.ray_engine import Pool, plan_pool
+    from ragcheck_local.engines.ray_engine import Pool, plan_pool
 
     cfg = build_config("default", {})
     gpu_cluster = {"CPU": 32.0, "GPU": 4.0}
@@ -196,14 +197,14 @@ def test_actor_pool_defaults() -> None:
     assert plan_pool(fixed, {"CPU": 1.0, "GPU": 3.0}, n_blocks=100) == Pool(3, 1.0, 0.0)
 
 
-class _Collector:
-    """Stands in for the driver's Evaluator: records the workers' counters."""
+def _in_order(rows: list[dict[str, Any]], seen: list[Any], n_blocks: int) -> Any:
+    """The Ray driver's release loop over finished rows; records each block's stats."""
+    from ragcheck_local.engines.blocks import InOrder
+    from ragcheck_local.engines.ray_engine import row_result
 
-    def __init__(self) -> None:
-        self.stats: list[dict[str, Any]] = []
-
-    def add_worker_stats(self, stats: dict[str, Any]) -> None:
-        self.stats.append(stats)
+    for block in InOrder().release(map(row_result, rows), n_blocks):
+        seen.append(block.stats)
+        yield block.results
 
 
 def _row(block: int, error: str = "") -> dict[str, Any]:
@@ -216,32 +217,29 @@ def _row(block: int, error: str = "") -> dict[str, Any]:
 
 
 def test_results_are_yielded_in_block_order() -> None:
-    from ragcheck_local.ray_engine import _in_order
-
-    collector = _Collector()
-    got = list(_in_order([_row(2), _row(0), _row(1)], collector, 3))
+    seen: list[Any] = []
+    got = list(_in_order([_row(2), _row(0), _row(1)], seen, 3))
     assert got == [[{"query_id": "q0"}], [{"query_id": "q1"}], [{"query_id": "q2"}]]
-    assert [s["counts"]["items"] for s in collector.stats] == [0, 1, 2]
+    assert [s.counts.get("items", 0) for s in seen] == [0, 1, 2]
     with pytest.raises(RagcheckError, match="2 of 3 blocks"):
-        list(_in_order([_row(0), _row(1)], _Collector(), 3))
+        list(_in_order([_row(0), _row(1)], [], 3))
     with pytest.raises(RagcheckError, match="1 of 3 blocks"):
-        list(_in_order([_row(0), _row(2)], _Collector(), 3))  # block 1 never came
+        list(_in_order([_row(0), _row(2)], [], 3))  # block 1 never came
 
 
 def test_worker_errors_reach_the_driver_unchanged() -> None:
+    from ragcheck_local.engines.blocks import encode_error
     from ragcheck_local.errors import ModelError
-    from ragcheck_local.ray_engine import _in_order
-    from ragcheck_local.workers import encode_error
 
     bad_model = encode_error(ModelError("no model directory at '/x'"))
     got = []
     with pytest.raises(ModelError, match="no model directory at '/x'"):
-        for results in _in_order([_row(1, bad_model), _row(0)], _Collector(), 2):
+        for results in _in_order([_row(1, bad_model), _row(0)], [], 2):
             got.append(results)
     assert got == [[{"query_id": "q0"}]]  # the blocks before the failing one still count
     bad_input = encode_error(InputError("must not be empty", record="line 3", field="query"))
     with pytest.raises(InputError) as info:
-        list(_in_order([_row(0, bad_input)], _Collector(), 1))
+        list(_in_order([_row(0, bad_input)], [], 1))
     assert (info.value.record, info.value.field, info.value.reason) == (
         "line 3",
         "query",
@@ -251,7 +249,7 @@ def test_worker_errors_reach_the_driver_unchanged() -> None:
 
 
 def test_connect_joins_a_cluster_or_explains_why_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ragcheck_local.ray_engine import connect
+    from ragcheck_local.engines.ray_engine import connect
 
     class FakeRay:
         def __init__(self, initialized: bool) -> None:

@@ -5,7 +5,6 @@ write (stale temp files)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import random
@@ -19,8 +18,9 @@ import pytest
 from cli_contract import example_records
 
 from ragcheck_local import pipeline
-from ragcheck_local.config import build_config, default_model_path
+from ragcheck_local.config import build_config
 from ragcheck_local.pipeline import evaluate, output_paths
+from ragcheck_local.resources import default_model_path
 
 BLOCK = 2
 N_ITEMS = 10
@@ -64,18 +64,18 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "default", {"device": "cpu", "lang": "en", "block_size": BLOCK, "progress": False}
     )
     saved = root / "full.partial.jsonl"
-    original = pipeline._write_outputs
+    original = pipeline.write_output
 
-    def keep_checkpoint(paths: dict[str, Path], *args: Any) -> Any:
-        shutil.copy(paths["checkpoint"], saved)
-        return original(paths, *args)
+    def keep_checkpoint(path: Path, *args: Any) -> Any:
+        shutil.copy(output_paths(path)["checkpoint"], saved)
+        return original(path, *args)
 
     out = root / "ref" / "out.json"
     try:
-        pipeline._write_outputs = keep_checkpoint
+        pipeline.write_output = keep_checkpoint
         summary = evaluate(src, out, config)
     finally:
-        pipeline._write_outputs = original
+        pipeline.write_output = original
     return {"src": src, "config": config, "out": out, "checkpoint": saved, "summary": summary}
 
 
@@ -115,7 +115,7 @@ def test_resume_after_a_kill_at_any_point_is_byte_identical_with_the_bundled_mod
     stale = [tmp_path / ".out.json.abc123.tmp", tmp_path / ".out.claims.jsonl.x.tmp"]
     for path in stale:
         path.write_text("half a file", encoding="utf-8")
-    config = dataclasses.replace(reference["config"], resume=True)
+    config = reference["config"].override({"resume": True})
     with caplog.at_level(logging.WARNING, logger="ragcheck_local"):
         summary = evaluate(reference["src"], out, config)
     ref_paths = output_paths(reference["out"])
@@ -146,7 +146,7 @@ def test_a_checkpoint_of_another_run_or_not_utf8_is_not_used_and_the_run_says_wh
 ) -> None:
     out = tmp_path / "out.json"
     checkpoint = output_paths(out)["checkpoint"]
-    config = dataclasses.replace(reference["config"], resume=True, metrics=("faithfulness",))
+    config = reference["config"].override({"resume": True, "metrics": ("faithfulness",)})
     for content, reason in (
         (b"\xff\xfe not utf-8 \x80\n", "is not a ragcheck checkpoint"),
         (reference["checkpoint"].read_bytes(), "belongs to another run"),
@@ -163,19 +163,19 @@ def test_the_pipeline_checker_carries_no_scores_across_blocks(reference: dict[st
     """Why: the same pair scored in another batch differs in the 7th decimal (6.6e-7 measured
     on the example with the bundled model), so scores reused from an earlier block made a
     resumed run, which scores that pair in its own block, differ from an uninterrupted one."""
-    from ragcheck_local.nli import NLIChecker, NLIConfig
+    from ragcheck_local.config import NLIConfig
+    from ragcheck_local.evaluator import Evaluator
+    from ragcheck_local.judge.checker import NLIChecker
 
     items = _items()
     pairs = [(r["retrieved_context"][0]["text"], r["response"]) for r in items]
     pairs += [(r["gt_answer"], r["query"]) for r in items]
-    checker = NLIChecker(
-        NLIConfig(model=default_model_path(), device="cpu"), dedupe_across_calls=False
-    )
+    checker = NLIChecker(NLIConfig(device="cpu"), dedupe_across_calls=False)
     together = checker.predict_proba(pairs)
     alone = np.stack([checker.predict_proba([p])[0] for p in pairs])
     again = checker.predict_proba(pairs)
     assert np.array_equal(together, again)  # the same batch gives the same bits
     assert checker.cache is None  # no scores carried from one call (block) to the next
     assert np.abs(together - alone).max() < 1e-5  # batch effects stay in the low decimals
-    evaluator = pipeline.Evaluator(reference["config"])
+    evaluator = Evaluator(reference["config"])
     assert evaluator.checker.cache is None

@@ -271,23 +271,21 @@ def test_model_dir_without_files(tmp_path: Path) -> None:
 
 
 def test_no_model_given() -> None:
-    with pytest.raises(InputError, match="needs a model path") as info:
-        build_extractor(ExtractorConfig(kind="seq2seq", device="cpu"))
-    assert info.value.field == "--extractor-model"
+    with pytest.raises(InputError, match="needs --extractor-model") as info:
+        ExtractorConfig(kind="seq2seq", device="cpu")
+    assert info.value.field == "claims.model"
 
 
 @pytest.mark.parametrize("batch_size", [0, -1])
 def test_bad_batch_size_checked_before_loading(tmp_path: Path, batch_size: int) -> None:
-    config = ExtractorConfig(
-        kind="seq2seq", model=str(tmp_path / "absent"), device="cpu", batch_size=batch_size
-    )
     with pytest.raises(InputError, match=f"found {batch_size}") as info:
-        build_extractor(config)
-    assert info.value.field == "--batch-size"
+        ExtractorConfig(
+            kind="seq2seq", model=str(tmp_path / "absent"), device="cpu", batch_size=batch_size
+        )
+    assert info.value.field == "claims.batch_size"
     assert info.value.exit_code == 2
 
 
 def test_bad_device(t5_path: Path) -> None:
-    config = ExtractorConfig(kind="seq2seq", model=str(t5_path), device="tpu")
     with pytest.raises(InputError, match="'tpu'"):
-        build_extractor(config)
+        ExtractorConfig(kind="seq2seq", model=str(t5_path), device="tpu")

@@ -13,12 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 from ragcheck_local.cli import main
-from ragcheck_local.config import EvalConfig, build_config
-from ragcheck_local.device import parse_devices
+from ragcheck_local.config import EvalConfig, build_config, parse_devices
+from ragcheck_local.engines.blocks import BlockStats
+from ragcheck_local.engines.workers import evaluate_blocks as _evaluate_blocks
+from ragcheck_local.engines.workers import worker_devices
 from ragcheck_local.errors import InputError, ModelError, RagcheckError
 from ragcheck_local.pipeline import evaluate, output_paths
 from ragcheck_local.records import RagItem
-from ragcheck_local.workers import evaluate_blocks, worker_devices
 
 ITEMS: list[dict[str, Any]] = [
     {
@@ -55,27 +56,36 @@ def test_parse_devices() -> None:
         parse_devices("cuda,cuda:0")
     with pytest.raises(InputError, match="device list"):
         parse_devices(" , ")
-    assert build_config(None, {"devices": "cpu,cpu"}).devices == ("cpu", "cpu")
+    assert build_config(None, {"devices": "cpu,cpu"}).engine.devices == ("cpu", "cpu")
+
+
+def _config(**values: Any) -> EvalConfig:
+    return build_config(None, values)
+
+
+def evaluate_blocks(config: EvalConfig, blocks: Any, devices: tuple[str, ...]) -> Any:
+    """The worker engine with fake evaluators; yields each block's results."""
+    for block in _evaluate_blocks(config, blocks, devices, factory=FakeEvaluator):
+        COLLECTED.append(block.stats)
+        yield block.results
+
+
+COLLECTED: list[BlockStats] = []
 
 
 def test_worker_devices_fan_out_over_several_gpus_only() -> None:
     two, one = (lambda: 2), (lambda: 1)
-    assert worker_devices(EvalConfig(device="auto"), two) == ("cuda:0", "cuda:1")
-    assert worker_devices(EvalConfig(device="cuda"), two) == ("cuda:0", "cuda:1")
-    assert worker_devices(EvalConfig(device="auto"), one) == ()
-    assert worker_devices(EvalConfig(device="cuda:1"), two) == ()  # one device asked for
-    assert worker_devices(EvalConfig(device="cpu"), two) == ()
-    assert worker_devices(EvalConfig(devices=("cuda:0",)), two) == ()
-    assert worker_devices(EvalConfig(devices=("cpu", "cpu")), one) == ("cpu", "cpu")
-    assert worker_devices(EvalConfig(engine="ray", devices=("cpu", "cpu")), two) == ()
+    assert worker_devices(_config(device="auto"), two) == ("cuda:0", "cuda:1")
+    assert worker_devices(_config(device="cuda"), two) == ("cuda:0", "cuda:1")
+    assert worker_devices(_config(device="auto"), one) == ()
+    assert worker_devices(_config(device="cuda:1"), two) == ()  # one device asked for
+    assert worker_devices(_config(device="cpu"), two) == ()
+    assert worker_devices(_config(devices=("cuda:0",)), two) == ()
+    assert worker_devices(_config(devices=("cpu", "cpu")), one) == ("cpu", "cpu")
+    assert worker_devices(_config(engine="ray", devices=("cpu", "cpu")), two) == ()
 
 
 # -- the engine with stand-in evaluators (fast: no model in the workers) -----------------------
-
-
-class _Timer:
-    extraction = 0.0
-    checking = 0.0
 
 
 class FakeEvaluator:
@@ -83,21 +93,19 @@ class FakeEvaluator:
 
     def __init__(self, config: EvalConfig) -> None:
         self.config = config
-        self.counts: dict[str, int] = {"items": 0}
-        self.timer = _Timer()
-        self.collected: list[dict[str, Any]] = []
+        self.items = 0
 
-    def nli_stats(self) -> dict[str, int]:
-        return {"scored": self.counts["items"]}
+    def stats(self) -> BlockStats:
+        return BlockStats(counts={"items": self.items}, nli={"scored": self.items})
 
     def model_facts(self) -> dict[str, Any]:
-        return {"device": self.config.device, "pid": os.getpid()}
+        return {"device": self.config.nli.device, "pid": os.getpid()}
 
-    def add_worker_stats(self, stats: dict[str, Any]) -> None:
-        self.collected.append(stats)
+    def extract(self, items: list[RagItem]) -> tuple[list[Any], list[Any]]:
+        return [[] for _ in items], [[] for _ in items]
 
-    def evaluate_block(self, items: list[RagItem]) -> list[dict[str, Any]]:
-        self.counts["items"] += len(items)
+    def check(self, items: list[RagItem], rc: Any, ac: Any) -> list[dict[str, Any]]:
+        self.items += len(items)
         for item in items:
             if item.response == "slow":
                 time.sleep(0.5)
@@ -118,19 +126,18 @@ def _blocks(*responses: str) -> list[list[RagItem]]:
 
 
 def test_blocks_come_back_in_order_from_both_workers() -> None:
-    parent = FakeEvaluator(EvalConfig(devices=("cpu", "cpu")))
+    COLLECTED.clear()
     blocks = _blocks("slow", "x", "x", "slow", "x", "x", "x")
-    out = list(evaluate_blocks(parent, blocks, ("cpu", "cpu")))
+    out = list(evaluate_blocks(_config(devices=("cpu", "cpu")), blocks, ("cpu", "cpu")))
     assert [r[0]["query_id"] for r in out] == [f"q{i}" for i in range(7)]
     assert len({r[0]["pid"] for r in out}) == 2  # both workers did work
     assert os.getpid() not in {r[0]["pid"] for r in out}
-    counted = [s for s in parent.collected if "counts" in s]
-    assert sum(s["counts"]["items"] for s in counted) == 7
-    assert parent.collected[-1]["model"]["device"] == "cpu,cpu"
+    total = sum(COLLECTED, BlockStats())
+    assert total.counts["items"] == total.nli["scored"] == 7
+    assert total.model["device"] == "cpu,cpu"
 
 
 def test_a_slow_block_does_not_let_finished_blocks_pile_up() -> None:
-    parent = FakeEvaluator(EvalConfig())
     pulled = []
 
     def blocks():
@@ -138,7 +145,7 @@ def test_a_slow_block_does_not_let_finished_blocks_pile_up() -> None:
             pulled.append(block[0].query_id)
             yield block
 
-    results = evaluate_blocks(parent, blocks(), ("cpu", "cpu"))
+    results = evaluate_blocks(EvalConfig(), blocks(), ("cpu", "cpu"))
     first = next(results)
     assert first[0]["query_id"] == "q0"
     # While q0 sleeps the other worker may run ahead, but only by a bounded number of blocks
@@ -148,20 +155,18 @@ def test_a_slow_block_does_not_let_finished_blocks_pile_up() -> None:
 
 
 def test_a_worker_error_is_raised_as_the_same_error_after_earlier_blocks() -> None:
-    parent = FakeEvaluator(EvalConfig())
     got = []
     with pytest.raises(InputError, match="no good") as info:
-        for results in evaluate_blocks(parent, _blocks("x", "bad", "x"), ("cpu", "cpu")):
+        for results in evaluate_blocks(EvalConfig(), _blocks("x", "bad", "x"), ("cpu", "cpu")):
             got.append(results[0]["query_id"])
     assert got == ["q0"]
     assert info.value.record == "q1" and info.value.field == "response"
 
 
 def test_a_dead_worker_is_reported_not_waited_for() -> None:
-    parent = FakeEvaluator(EvalConfig())
     t0 = time.perf_counter()
     with pytest.raises(RagcheckError, match=r"died \(exit code 3\).*--resume"):
-        list(evaluate_blocks(parent, _blocks("x", "die", "x", "x"), ("cpu", "cpu")))
+        list(evaluate_blocks(EvalConfig(), _blocks("x", "die", "x", "x"), ("cpu", "cpu")))
     assert time.perf_counter() - t0 < 60
 
 
@@ -190,7 +195,7 @@ def test_two_cpu_workers_write_the_single_process_bytes(tmp_path: Path, tiny_ber
             "sha256"
         ]
     )
-    assert manifest["config"]["devices"] == ["cpu", "cpu"]
+    assert manifest["config"]["engine"]["devices"] == ["cpu", "cpu"]
     assert not output_paths(tmp_path / "two.json")["checkpoint"].exists()
 
 

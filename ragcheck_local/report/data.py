@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, show_value
-from ..io import load_json
+from ..formats.output import check_output, read_output
+from ..metrics import CheckingMatrices
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS, Chunk
 from .meta import GROUPS, METRICS, info
 
@@ -174,35 +175,6 @@ def _chunks(raw: Mapping[str, Any], record: str) -> tuple[Chunk, ...]:
     return tuple(chunks)
 
 
-def _matrix(
-    raw: Mapping[str, Any], key: str, rows: int, cols: int, record: str
-) -> list[list[str]] | None:
-    value = _list(raw, key, record)
-    if value is None:
-        return None
-    if len(value) != rows:
-        raise InputError(f"has {len(value)} rows for {rows} claims", record=record, field=key)
-    out = []
-    for r, row in enumerate(value):
-        if not isinstance(row, list) or len(row) != cols:
-            raise InputError(
-                f"row {r} must list one verdict per chunk ({cols}), found {show_value(row)}",
-                record=record,
-                field=key,
-            )
-        out.append([_verdict(v, record, f"{key}[{r}]") for v in row])
-    return out
-
-
-def _row(raw: Mapping[str, Any], key: str, rows: int, record: str) -> list[str] | None:
-    value = _list(raw, key, record)
-    if value is None:
-        return None
-    if len(value) != rows:
-        raise InputError(f"has {len(value)} verdicts for {rows} claims", record=record, field=key)
-    return [_verdict(v, record, f"{key}[{i}]") for i, v in enumerate(value)]
-
-
 def _span(value: Any, text: str) -> tuple[int, int] | None:
     if (
         isinstance(value, (list, tuple))
@@ -220,6 +192,7 @@ def _claims(
     record: str,
     side: str,
     chunks: tuple[Chunk, ...],
+    matrices: CheckingMatrices,
 ) -> tuple[tuple[ClaimView, ...], bool]:
     """Claims of one side ("response" or "gt_answer") and whether its chunk matrix exists."""
     claims_key, matrix_key, ref_key, detail_ref_key = (
@@ -231,8 +204,8 @@ def _claims(
     texts = [
         claim_text(c, record=record, field=f"{claims_key}[{i}]") for i, c in enumerate(raw_claims)
     ]
-    matrix = _matrix(raw, matrix_key, len(texts), len(chunks), record)
-    refs = _row(raw, ref_key, len(texts), record)
+    matrix = getattr(matrices, matrix_key)
+    refs = getattr(matrices, ref_key)
     details = _details(raw, side, len(texts), record)
     source = _text(raw, side, record)
     views = []
@@ -244,7 +217,7 @@ def _claims(
         ref = refs[i] if refs is not None else None
         if matrix is not None:
             verdict, at = verdict_from_row(row)
-            doc_id = chunks[at].doc_id if at is not None else None
+            doc_id = chunks[at].doc_id if at is not None and at < len(chunks) else None
         if details is not None:
             detail = details[i]
             field = f"claim_details.{side}[{i}]"
@@ -295,8 +268,14 @@ def _query(raw: Any, index: int) -> QueryView:
         )
     record = str(query_id)
     chunks = _chunks(raw, record)
-    response_claims, has_r = _claims(raw, record=record, side="response", chunks=chunks)
-    gt_claims, has_a = _claims(raw, record=record, side="gt_answer", chunks=chunks)
+    # The matrices are read (and their verdicts and shapes checked) by the metrics' reader.
+    matrices = CheckingMatrices.from_result({**raw, "query_id": record})
+    response_claims, has_r = _claims(
+        raw, record=record, side="response", chunks=chunks, matrices=matrices
+    )
+    gt_claims, has_a = _claims(
+        raw, record=record, side="gt_answer", chunks=chunks, matrices=matrices
+    )
     metrics_raw = raw.get("metrics") or {}
     if not isinstance(metrics_raw, Mapping):
         raise InputError(
@@ -345,14 +324,7 @@ def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:
 
 def prepare(data: Mapping[str, Any]) -> ReportData:
     """Validate an output object and build the views every renderer uses."""
-    if not isinstance(data, Mapping):
-        raise InputError(f"expected a JSON object, found {show_value(data)}")
-    results = data.get("results")
-    if not isinstance(results, list):
-        raise InputError(
-            f"expected a list of result records, found {show_value(results)}",
-            field="results",
-        )
+    results = check_output(data)["results"]
     queries = tuple(_query(raw, i) for i, raw in enumerate(results))
     aggregated = _aggregated(data)
 
@@ -392,7 +364,7 @@ def load_output(path: str | Path) -> dict[str, Any]:
     Errors are :class:`InputError` naming the file, and the record and field at fault.
     """
     path = Path(path)
-    data = load_json(path)
+    data = read_output(path)
     try:
         prepare(data)
     except InputError as exc:

@@ -1,19 +1,20 @@
-"""Display metadata of the metrics: group, good direction and display order.
-
-Kept here rather than read from :mod:`ragcheck_local.metrics` so the report renders any output
-file (ours or RAGChecker's) without the metrics code; a test checks the two stay in step.
-Meanings and labels live in :mod:`ragcheck_local.report.i18n`.
+"""Display metadata of the metrics (group, good direction, order), derived from
+:data:`ragcheck_local.metrics.METRICS`: the metric table is defined once. Meanings and labels
+per language live in :mod:`ragcheck_local.report.i18n`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-HIGHER = "higher"
-LOWER = "lower"
-NEUTRAL_DIRECTION = "neutral"
+from ..metrics import GROUPS, HIGHER, LOWER, NO_DIRECTION
+from ..metrics import METRICS as _SPECS
+
+NEUTRAL_DIRECTION = NO_DIRECTION
 """No fixed good direction (self_knowledge: whether the generator should answer from its own
 knowledge depends on the application)."""
+
+__all__ = ["GROUPS", "HIGHER", "LOWER", "METRICS", "METRIC_INFO", "NEUTRAL_DIRECTION", "info"]
 
 
 @dataclass(frozen=True)
@@ -25,24 +26,7 @@ class MetricInfo:
     direction: str
 
 
-GROUPS: tuple[str, ...] = ("overall", "retriever", "generator", "extra")
-"""Group keys of the aggregated ``metrics`` object, in display order."""
-
-METRICS: tuple[MetricInfo, ...] = (
-    MetricInfo("precision", "overall", HIGHER),
-    MetricInfo("recall", "overall", HIGHER),
-    MetricInfo("f1", "overall", HIGHER),
-    MetricInfo("claim_recall", "retriever", HIGHER),
-    MetricInfo("context_precision", "retriever", HIGHER),
-    MetricInfo("context_utilization", "generator", HIGHER),
-    MetricInfo("noise_sensitivity_in_relevant", "generator", LOWER),
-    MetricInfo("noise_sensitivity_in_irrelevant", "generator", LOWER),
-    MetricInfo("hallucination", "generator", LOWER),
-    MetricInfo("self_knowledge", "generator", NEUTRAL_DIRECTION),
-    MetricInfo("faithfulness", "generator", HIGHER),
-    MetricInfo("contradiction_rate", "extra", LOWER),
-    MetricInfo("unsupported_rate", "extra", LOWER),
-)
+METRICS: tuple[MetricInfo, ...] = tuple(MetricInfo(m.name, m.group, m.direction) for m in _SPECS)
 """Every metric the report knows, in display order."""
 
 METRIC_INFO: dict[str, MetricInfo] = {m.name: m for m in METRICS}

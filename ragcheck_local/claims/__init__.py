@@ -13,11 +13,11 @@ import logging
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from .errors import InputError, ModelError
-from .records import Claim
+from ..config import ExtractorConfig
+from ..errors import InputError, ModelError
+from ..records import Claim
 
 logger = logging.getLogger(__name__)
 
@@ -254,20 +254,6 @@ def claims_from_spans(text: str, spans: Sequence[tuple[int, int]]) -> list[Claim
     return claims
 
 
-@dataclass(frozen=True)
-class ExtractorConfig:
-    """How claims are extracted."""
-
-    kind: str = "sentence"  # "sentence" | "seq2seq"
-    lang: str = "auto"
-    spacy_model: str | None = None
-    model: str | None = None  # seq2seq model directory
-    device: str = "auto"
-    batch_size: int = 8
-    max_new_tokens: int = 128
-    prefix: str = "extract claims: "
-
-
 class SentenceExtractor:
     """Claims = cleaned sentences (spaCy segmentation)."""
 
@@ -300,7 +286,7 @@ class Seq2SeqExtractor:
         import torch  # noqa: F401  (fail early with a clear import error)
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        from .device import resolve_device
+        from ..judge.device import resolve_device
 
         self.config = config
         self.segmenter = segmenter

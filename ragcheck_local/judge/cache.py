@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from ragcheck_local.errors import RagcheckError
+from ..errors import RagcheckError
 
 logger = logging.getLogger(__name__)
 

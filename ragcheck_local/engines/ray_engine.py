@@ -7,9 +7,9 @@ composition decides the last float bits, and with it byte-identical output. Stag
 claims in stateless tasks; stage 2 runs the NLI checks in a pool of actors that each load the
 model once (``num_gpus`` per actor on GPU clusters; on CPU-only clusters Ray fuses stage 1 into
 the actors, as both ask for the same resources). Finished blocks stream back to the driver in
-input order and go through the pipeline's own checkpoint and output code, so ``resume``, the
-output files and the manifest are those of the local engine. Our errors raised in a worker
-(a missing model, say) reach the driver as the same exception.
+input order (:class:`~.blocks.InOrder`) to the pipeline's own checkpoint and output code, so
+``resume``, the output files and the manifest are those of the local engine. Our errors raised
+in a worker (a missing model, say) reach the driver as the same exception.
 
 Limits: the driver holds the pending input (as JSON text) until Ray has taken it, and
 parallelism is the number of blocks (``block_size``). Ray is optional: it is imported only
@@ -28,11 +28,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import EvalConfig
-from .errors import RagcheckError
-from .io import item_to_dict, validate_record
-from .records import Claim, RagItem
-from .workers import WORKER_ENV, add_stats, delta, encode_error, raise_error, snapshot
+from ..config import EvalConfig
+from ..errors import RagcheckError
+from ..formats.input import item_to_dict, validate_record
+from ..records import Claim, RagItem
+from .blocks import (
+    WORKER_ENV,
+    BlockResult,
+    BlockStats,
+    EvaluatorFactory,
+    InOrder,
+    default_factory,
+    measure,
+    run_block,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -96,11 +105,11 @@ def plan_pool(config: EvalConfig, resources: Mapping[str, float], n_blocks: int)
     and leave at least one CPU to the separate extraction tasks, which would otherwise wait
     forever for a CPU that the actors hold.
     """
-    gpus = config.num_gpus_per_actor
+    gpus = config.engine.num_gpus_per_actor
     if gpus is None:
-        has_gpu = resources.get("GPU", 0) >= 1 and config.device not in ("cpu", "mps")
+        has_gpu = resources.get("GPU", 0) >= 1 and config.nli.device not in ("cpu", "mps")
         gpus = 1.0 if has_gpu else 0.0
-    actors = config.num_actors
+    actors = config.engine.num_actors
     if actors is None:
         if gpus > 0:
             actors = max(1, int(resources.get("GPU", 0) // gpus))
@@ -108,7 +117,7 @@ def plan_pool(config: EvalConfig, resources: Mapping[str, float], n_blocks: int)
             actors = max(1, int(resources.get("CPU", 1)))
     actors = max(1, min(actors, n_blocks))
     cpus = 1.0
-    if gpus > 0 and config.extractor != "seq2seq":
+    if gpus > 0 and config.claims.kind != "seq2seq":
         spare = resources.get("CPU", 0) - 1
         cpus = max(0.0, min(1.0, math.floor(100 * spare / actors) / 100))
     return Pool(actors=actors, gpus_per_actor=float(gpus), cpus_per_actor=cpus)
@@ -148,13 +157,13 @@ def _decode_claims(text: str) -> tuple[list[list[Claim]], list[list[Claim]]]:
 
 
 @functools.lru_cache(maxsize=4)
-def _task_evaluator(factory: Callable[[EvalConfig], Any], config: EvalConfig) -> Any:
+def _task_evaluator(factory: EvaluatorFactory, config: EvalConfig) -> Any:
     """One evaluator per task worker process (Ray reuses processes): spaCy loads once."""
     return factory(config)
 
 
 def extract_batch(
-    batch: dict[str, Any], factory: Callable[[EvalConfig], Any], config: EvalConfig
+    batch: dict[str, Any], factory: EvaluatorFactory, config: EvalConfig
 ) -> dict[str, Any]:
     """Stage 1 (Ray task): claims for each block in ``batch``."""
     import numpy as np
@@ -162,16 +171,12 @@ def extract_batch(
     evaluator = _task_evaluator(factory, config)
     claims, stats, failures = [], [], []
     for block, items_json in zip(batch["block"], batch["items"], strict=True):
-        before = snapshot(evaluator)
-        try:
-            extracted = evaluator.extract(_decode_items(str(items_json), int(block)))
-        except RagcheckError as exc:
-            claims.append("")
-            failures.append(encode_error(exc))
-        else:
-            claims.append(_encode_claims(*extracted))
-            failures.append("")
-        stats.append(json.dumps(delta(before, snapshot(evaluator))))
+        items = _decode_items(str(items_json), int(block))
+        extract = functools.partial(evaluator.extract, items)
+        extracted, cost, error = measure(evaluator, extract, "Ray task")
+        claims.append("" if extracted is None else _encode_claims(*extracted))
+        stats.append(cost.to_json())
+        failures.append(error)
     return {
         "block": batch["block"],
         "items": batch["items"],
@@ -184,7 +189,7 @@ def extract_batch(
 class NLIWorker:
     """Stage 2 (Ray actor): builds one evaluator, and so loads one NLI model, per actor."""
 
-    def __init__(self, factory: Callable[[EvalConfig], Any], config: EvalConfig) -> None:
+    def __init__(self, factory: EvaluatorFactory, config: EvalConfig) -> None:
         self.evaluator = factory(config)
         self._reported_model = False
 
@@ -192,35 +197,30 @@ class NLIWorker:
         """Result dicts (as JSON text), worker counters and any error for each block."""
         import numpy as np
 
-        ev = self.evaluator
         blocks, results, stats, failures = [], [], [], []
         has_claims = "claims" in batch
         for k, block in enumerate(batch["block"]):
-            blocks.append(int(block))
-            upstream = json.loads(str(batch["stats"][k])) if has_claims else {}
+            upstream = BlockStats.from_json(str(batch["stats"][k])) if has_claims else BlockStats()
             failure = str(batch["error"][k]) if has_claims else ""
-            before = snapshot(ev)
-            out: list[dict[str, Any]] = []
+            result = BlockResult(int(block), None, error=failure)
             if not failure:
-                try:
-                    items = _decode_items(str(batch["items"][k]), int(block))
-                    if has_claims:
-                        rc, ac = _decode_claims(str(batch["claims"][k]))
-                    else:  # extraction runs here (seq2seq extractor: it wants the actor's GPU)
-                        rc, ac = ev.extract(items)
-                    out = ev.check(items, rc, ac)
-                except RagcheckError as exc:
-                    failure = encode_error(exc)
-            block_stats = add_stats(upstream, delta(before, snapshot(ev)))
-            if not self._reported_model:
-                facts = ev.model_facts()
-                if facts:
-                    block_stats["model"] = facts
-                    self._reported_model = True
+                items = _decode_items(str(batch["items"][k]), int(block))
+                # Without a claims column extraction runs here (seq2seq: it wants the GPU).
+                claims = _decode_claims(str(batch["claims"][k])) if has_claims else None
+                result = run_block(
+                    self.evaluator,
+                    int(block),
+                    items,
+                    claims,
+                    with_model=not self._reported_model,
+                    where="Ray actor",
+                )
+                self._reported_model = self._reported_model or bool(result.stats.model)
+            blocks.append(result.index)
             # Python's float repr round-trips exactly: the driver gets the very same numbers.
-            results.append(json.dumps(out, ensure_ascii=False))
-            stats.append(json.dumps(block_stats))
-            failures.append(failure)
+            results.append(json.dumps(result.results or [], ensure_ascii=False))
+            stats.append((upstream + result.stats).to_json())
+            failures.append(result.error)
         return {
             "block": np.array(blocks, dtype=np.int64),
             "results": np.array(results, dtype=object),
@@ -233,20 +233,17 @@ class NLIWorker:
 
 
 def evaluate_blocks(
-    evaluator: Any, blocks: Iterable[list[RagItem]]
-) -> Iterator[list[dict[str, Any]]]:
-    """Result dicts per block, in block order, computed on Ray.
-
-    ``evaluator`` is the driver's :class:`~ragcheck_local.pipeline.Evaluator`: it only collects
-    the workers' counters (no model loads in the driver); workers build their own from its
-    class and config.
-    """
-    config: EvalConfig = evaluator.config
+    config: EvalConfig,
+    blocks: Iterable[list[RagItem]],
+    progress: Callable[[str, int], Any] | None = None,
+    factory: EvaluatorFactory = default_factory,
+) -> Iterator[BlockResult]:
+    """Block results in block order, computed on Ray (no model loads in the driver)."""
     ray = import_ray()
     rows = [{"block": index, "items": _encode_items(block)} for index, block in enumerate(blocks)]
     if not rows:
         return
-    started = connect(ray, config.ray_address)
+    started = connect(ray, config.engine.ray_address)
     context = ray.data.DataContext.get_current()
     saved = (context.execution_options.preserve_order, context.enable_progress_bars)
     try:
@@ -255,10 +252,9 @@ def evaluate_blocks(
         context.enable_progress_bars = False
         pool = plan_pool(config, ray.cluster_resources(), len(rows))
         logger.info("Ray engine: %d block(s), actor pool %s", len(rows), pool)
-        factory = type(evaluator)
         runtime_env = {"env_vars": dict(WORKER_ENV)}
         ds = ray.data.from_items(rows, override_num_blocks=len(rows))
-        if config.extractor != "seq2seq":
+        if config.claims.kind != "seq2seq":
             ds = ds.map_batches(
                 extract_batch,
                 batch_size=1,
@@ -276,29 +272,17 @@ def evaluate_blocks(
             num_cpus=pool.cpus_per_actor,
             runtime_env=runtime_env,
         )
-        yield from _in_order(ds.iter_rows(), evaluator, len(rows))
+        t0 = time.perf_counter()
+        yield from InOrder(progress).release(map(row_result, ds.iter_rows()), len(rows))
+        logger.info("Ray engine: %d block(s) in %.1fs", len(rows), time.perf_counter() - t0)
     finally:
         context.execution_options.preserve_order, context.enable_progress_bars = saved
         if started:
             ray.shutdown()
 
 
-def _in_order(
-    rows: Iterable[dict[str, Any]], evaluator: Any, n_blocks: int
-) -> Iterator[list[dict[str, Any]]]:
-    """Yield results by block index even if rows arrive out of order; all must arrive."""
-    waiting: dict[int, dict[str, Any]] = {}
-    expected = 0
-    t0 = time.perf_counter()
-    for row in rows:
-        waiting[int(row["block"])] = row
-        while expected in waiting:
-            ready = waiting.pop(expected)
-            if ready.get("error"):
-                raise_error(ready["error"])  # blocks before this one are already yielded
-            evaluator.add_worker_stats(json.loads(ready["stats"]))
-            yield json.loads(ready["results"])
-            expected += 1
-    if expected != n_blocks:
-        raise RagcheckError(f"Ray returned {expected} of {n_blocks} blocks in order")
-    logger.info("Ray engine: %d block(s) in %.1fs", expected, time.perf_counter() - t0)
+def row_result(row: Mapping[str, Any]) -> BlockResult:
+    """A finished Ray row as a block result."""
+    error = str(row.get("error") or "")
+    results = None if error else json.loads(row["results"])
+    return BlockResult(int(row["block"]), results, BlockStats.from_json(row["stats"]), error)

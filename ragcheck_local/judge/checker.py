@@ -21,9 +21,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..config import NLIConfig
+from ..errors import InputError, ModelError
+from .cache import MemoryCache
 from .calibration import METADATA_FILE, load_calibration
-from .errors import InputError, ModelError
-from .verdicts import Probs, combine
+from .verdicts import NEUTRAL_PROBS, Probs, combine
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +47,10 @@ _LABEL_ALIASES: dict[str, int] = {
     "contradicted": 2,
 }
 _SAFETY_TOKENS = 4  # re-tokenising a window's text may add a token or two at its edges
-_BACKENDS = ("torch", "onnx")
+WINDOW_RULE = f"sentence-windows-v1+{_SAFETY_TOKENS}"
+"""Names the windowing rule in cache keys: change it whenever windows are cut differently."""
+
+__all__ = ["NLIChecker", "NLIConfig", "PairResult", "label_columns", "to_canonical"]
 
 
 def label_columns(id2label: Mapping[Any, str], model: str = "model") -> tuple[int, ...]:
@@ -85,46 +90,6 @@ def to_canonical(probs: np.ndarray, columns: Sequence[int]) -> np.ndarray:
     for model_col, canon_col in enumerate(columns):
         out[:, canon_col] = probs[:, model_col]
     return out
-
-
-@dataclass(frozen=True)
-class NLIConfig:
-    """Settings of the NLI checker."""
-
-    model: str
-    device: str = "auto"
-    dtype: str = "auto"
-    batch_size: int = 64
-    """Most pairs in one forward pass."""
-    max_batch_tokens: int = 16384
-    """Most (pairs × padded length) tokens in one forward pass."""
-    max_length: int | None = None
-    """Tokens per (window, claim) pair; default: the model's limit, at most 512."""
-    window_overlap: int = 1
-    """Sentences shared by consecutive windows of a long premise."""
-    backend: str = "torch"
-    compile: bool = False
-    calibrate: bool = True
-    """Apply the calibrated verdict head a model ships (``ragcheck.json``); False = argmax."""
-
-    def validate(self) -> None:
-        """Raise :class:`InputError` for values that cannot work."""
-        for name in ("batch_size", "max_batch_tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise InputError(f"must be a positive integer, found {value!r}", field=name)
-        if self.max_length is not None and (
-            not isinstance(self.max_length, int) or self.max_length < 16
-        ):
-            raise InputError(
-                f"must be an integer >= 16, found {self.max_length!r}", field="max_length"
-            )
-        if not isinstance(self.window_overlap, int) or self.window_overlap < 0:
-            raise InputError(f"must be >= 0, found {self.window_overlap!r}", field="window_overlap")
-        if self.backend not in _BACKENDS:
-            raise InputError(
-                f"expected one of {_BACKENDS}, found {self.backend!r}", field="backend"
-            )
 
 
 @dataclass(frozen=True)
@@ -406,12 +371,11 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
     """Check a model directory and the settings against it from its JSON files alone (no
     torch, no weights loaded), so that a bad ``--nli-model`` or ``--max-length`` exits 2
     before a run creates any file. Returns what the manifest records about the model."""
-    config.validate()
-    path = Path(resolve_model_path(config.model))
+    path = Path(resolve_model_path(config.model_path))
     hf = _read_json_file(path / "config.json")
     tok_file = path / "tokenizer_config.json"
     tok = _read_json_file(tok_file) if tok_file.is_file() else {}
-    columns = label_columns(hf.get("id2label") or {}, config.model)
+    columns = label_columns(hf.get("id2label") or {}, config.model_path)
     limit = _limit_of(
         tok.get("model_max_length"), hf.get("max_position_embeddings"), hf.get("model_type")
     )
@@ -449,7 +413,24 @@ def model_languages(model_dir: str | Path) -> tuple[str, ...] | None:
 
 
 class NLIChecker:
-    """Scores (premise, claim) pairs with a local sequence-classification NLI model."""
+    """Scores (premise, claim) pairs with a local sequence-classification NLI model.
+
+    ``cache`` (any :class:`ProbCache`) or ``cache_path`` (an SQLite file, keyed by
+    :meth:`settings_key`) keeps probabilities across runs; by default they are kept for the
+    run only.
+
+    Examples:
+        >>> from ragcheck_local.config import NLIConfig
+        >>> checker = NLIChecker(NLIConfig(device="cpu", dtype="float32"))
+        >>> premise = "The Nile is the longest river in Africa. It flows north into the sea."
+        >>> results = checker.check([(premise, "The Nile flows north."), (premise, "It is red.")])
+        >>> [r.verdict in ("Entailment", "Neutral", "Contradiction") for r in results]
+        [True, True]
+        >>> round(sum(results[0].probs), 6), results[0].n_windows
+        (1.0, 1)
+        >>> checker.facts()["dtype"], checker.facts()["backend"]
+        ('float32', 'torch')
+    """
 
     def __init__(
         self,
@@ -457,45 +438,41 @@ class NLIChecker:
         *,
         sentence_spans: Callable[[str], list[tuple[int, int]]] | None = None,
         cache: ProbCache | None = None,
+        cache_path: str | None = None,
         dedupe_across_calls: bool = True,
     ) -> None:
         """``dedupe_across_calls=False`` (the pipeline's choice) keeps no in-memory scores
         between :meth:`check` calls: a pair is then scored in the batch of the block it belongs
         to, whichever blocks ran before, so a resumed run reproduces every float bit (batch
         composition moves probabilities in the 7th decimal)."""
-        config.validate()
         import torch
         from transformers import AutoConfig, AutoTokenizer
 
         from .device import resolve_device, resolve_dtype
 
         self.config = config
-        self.model_path = resolve_model_path(config.model)
+        self.model_path = resolve_model_path(config.model_path)
         self.device = resolve_device(config.device)
         self.dtype = resolve_dtype(config.dtype, self.device)
         try:
             hf_config = AutoConfig.from_pretrained(self.model_path, local_files_only=True)
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
         except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot load model {config.model!r}: {exc}") from None
-        self.columns = label_columns(hf_config.id2label, config.model)
+            raise ModelError(f"cannot load model {config.model_path!r}: {exc}") from None
+        self.columns = label_columns(hf_config.id2label, config.model_path)
         self.calibration = load_calibration(self.model_path) if config.calibrate else None
-        self.two_way = len(self.columns) == 2
         self.max_length = self._max_length(hf_config)
         self.n_special = self.tokenizer.num_special_tokens_to_add(pair=True)
         self.encoder = PairEncoder(self.tokenizer, self.max_length)
         self._has_offsets = bool(getattr(self.tokenizer, "is_fast", False))
         if sentence_spans is None:
-            from .claims import Segmenter
+            from ..claims import Segmenter
 
             sentence_spans = Segmenter("auto").sentence_spans
         self._sentence_spans = sentence_spans
-        if cache is None and dedupe_across_calls:
-            from .cache import MemoryCache
-
-            # Dedupe across the whole run, not only within one block of items.
-            cache = MemoryCache()
-        self.cache = cache
+        # Dedupe across the whole run (not only within one block) unless told otherwise.
+        run_wide = MemoryCache() if dedupe_across_calls else None
+        self.cache: ProbCache | None = run_wide if cache is None else cache
         self.stats = {
             "pairs": 0,
             "unique": 0,
@@ -508,10 +485,15 @@ class NLIChecker:
             "padded_tokens": 0,
         }
         self._forward: Callable[[dict[str, np.ndarray]], np.ndarray]
+        self.resolved_dtype = str(self.dtype).replace("torch.", "")
         if config.backend == "onnx":
             self._forward = self._onnx_forward()
         else:
             self._forward = self._torch_forward(torch)
+        if cache_path:
+            from .cache import NLICache
+
+            self.cache = NLICache(cache_path, namespace=self.settings_key())
         logger.info(
             "NLI model %s on %s (%s), max_length %d, labels %s",
             self.model_path,
@@ -546,7 +528,7 @@ class NLIChecker:
                 self.model_path, local_files_only=True, dtype=self.dtype
             )
         except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot load model {self.config.model!r}: {exc}") from None
+            raise ModelError(f"cannot load model {self.config.model_path!r}: {exc}") from None
         model.to(self.device).eval()
         # Read the inputs off the plain model: a compiled one's forward is (*args, **kwargs).
         accepted = set(inspect.signature(model.forward).parameters)
@@ -578,6 +560,7 @@ class NLIChecker:
         # int8 on CPU unless float32 is asked for explicitly: the fp32 graph gives the torch
         # model's verdicts (exact mode), int8 is faster with near-identical verdicts.
         quantize = self.device.type == "cpu" and self.config.dtype == "auto"
+        self.resolved_dtype = "int8" if quantize else "float32"
         onnx_path = ensure_onnx(self.model_path, quantize=quantize)
         session = OnnxSequenceClassifier(onnx_path)
         self.input_names = tuple(session.input_names)
@@ -822,7 +805,7 @@ class NLIChecker:
             verdict, index = combine(
                 parts, None if window_verdicts is None else window_verdicts[first : first + count]
             )
-            chosen = parts[index] if index is not None else (0.0, 1.0, 0.0)
+            chosen = parts[index] if index is not None else NEUTRAL_PROBS
             results.append(
                 PairResult(
                     verdict=verdict,
@@ -834,9 +817,30 @@ class NLIChecker:
             )
         return results
 
-    def fingerprint_settings(self) -> str:
-        """The settings that change probabilities (for cache namespaces)."""
+    def facts(self) -> dict[str, Any]:
+        """The resolved settings: what the manifest records and the cache is keyed by."""
+        from .cache import model_fingerprint
+
+        return {
+            "resolved_path": self.model_path,
+            "sha256": model_fingerprint(self.model_path),
+            "device": str(self.device),
+            "dtype": self.resolved_dtype,
+            "backend": self.config.backend,
+            "max_length": self.max_length,
+            "window_overlap": self.config.window_overlap,
+            "window_rule": WINDOW_RULE,
+            "labels": list(self.columns),
+        }
+
+    def settings_key(self) -> str:
+        """Cache namespace: model sha, backend, resolved dtype, max length and window rule.
+
+        Two runs share cached probabilities only when all of these agree (the device is left
+        out: the same dtype gives the same verdicts on any device up to float noise).
+        """
+        f = self.facts()
         return (
-            f"max_length={self.max_length};overlap={self.config.window_overlap};"
-            f"dtype={str(self.dtype).replace('torch.', '')}"
+            f"{f['sha256']};backend={f['backend']};dtype={f['dtype']};"
+            f"max_length={f['max_length']};overlap={f['window_overlap']};{f['window_rule']}"
         )

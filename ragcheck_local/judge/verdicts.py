@@ -1,5 +1,8 @@
 """Verdict rules: pure functions from probabilities to RAGChecker verdicts.
 
+This is the judge's calibration slot: every rule that turns model probabilities into a verdict
+lives here (and only here), so a calibration changes this module and nothing else.
+
 Probability vectors are in the canonical order of :data:`records.VERDICTS`
 (entailment, neutral, contradiction). The same "any-entails" rule combines the windows of one
 long premise and the chunks of one retrieved context: a claim is Entailment if some part entails
@@ -10,9 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS
+from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS
 
 Probs = tuple[float, float, float]
+NEUTRAL_PROBS: Probs = (0.0, 1.0, 0.0)
+"""Probabilities given to a pair that needs no forward pass (an empty chunk, a screened pair)."""
 
 
 def verdict_of(probs: Sequence[float]) -> str:

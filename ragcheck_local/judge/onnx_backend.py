@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ragcheck_local.cache import TOKENIZER_FILES, default_cache_dir, model_fingerprint
-from ragcheck_local.errors import ModelError, RagcheckError
+from ..errors import ModelError, RagcheckError
+from .cache import TOKENIZER_FILES, default_cache_dir, model_fingerprint
 
 logger = logging.getLogger(__name__)
 

@@ -69,8 +69,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, show_value
-from .records import CONTRADICTION, ENTAILMENT, VERDICTS
+from ..errors import MetricsInputError, show_value
+from ..records import CONTRADICTION, ENTAILMENT, VERDICTS
 
 PRECISION = "precision"
 RECALL = "recall"
@@ -94,68 +94,12 @@ CHECKS: tuple[str, ...] = (ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE,
 """The four checking matrices, named as in RAGChecker's result records."""
 
 EMPTY_POLICIES: tuple[str, ...] = ("zero", "skip")
-
-OUTPUT_GROUPS: dict[str, tuple[str, ...]] = {
-    "overall": (PRECISION, RECALL, F1),
-    "retriever": (CLAIM_RECALL, CONTEXT_PRECISION),
-    "generator": (
-        CONTEXT_UTILIZATION,
-        NOISE_SENSITIVITY_IN_RELEVANT,
-        NOISE_SENSITIVITY_IN_IRRELEVANT,
-        HALLUCINATION,
-        SELF_KNOWLEDGE,
-        FAITHFULNESS,
-    ),
-    "extra": (CONTRADICTION_RATE, UNSUPPORTED_RATE),
-}
-"""Group keys of the aggregated ``metrics`` object, in output order, with their metrics."""
-
-ALL_METRICS: tuple[str, ...] = (
-    OUTPUT_GROUPS["overall"] + OUTPUT_GROUPS["retriever"] + OUTPUT_GROUPS["generator"]
-)
-"""RAGChecker's 11 metrics in RAGChecker's ``all_metrics`` order."""
-
-EXTRA_METRICS: tuple[str, ...] = OUTPUT_GROUPS["extra"]
-"""Metrics beyond RAGChecker (from retrieved2response only)."""
-
-METRIC_GROUPS: dict[str, tuple[str, ...]] = {
-    "overall_metrics": OUTPUT_GROUPS["overall"],
-    "retriever_metrics": OUTPUT_GROUPS["retriever"],
-    "generator_metrics": OUTPUT_GROUPS["generator"],
-    "extra_metrics": EXTRA_METRICS,
-    "all_metrics": ALL_METRICS,
-}
-"""RAGChecker's group names (plus ``extra_metrics``); ``all_metrics`` is the 11, as upstream."""
-
-_GROUP_ALIASES: dict[str, tuple[str, ...]] = {**OUTPUT_GROUPS, "all": ALL_METRICS}
-# Older RAGChecker releases named the groups "overall", "retriever", "generator", "all".
-
-REQUIREMENTS: dict[str, frozenset[str]] = {
-    PRECISION: frozenset({ANSWER2RESPONSE}),
-    RECALL: frozenset({RESPONSE2ANSWER}),
-    F1: frozenset({ANSWER2RESPONSE, RESPONSE2ANSWER}),
-    CLAIM_RECALL: frozenset({RETRIEVED2ANSWER}),
-    CONTEXT_PRECISION: frozenset({RETRIEVED2ANSWER}),
-    CONTEXT_UTILIZATION: frozenset({RETRIEVED2ANSWER, RESPONSE2ANSWER}),
-    NOISE_SENSITIVITY_IN_RELEVANT: frozenset(
-        {RETRIEVED2RESPONSE, ANSWER2RESPONSE, RETRIEVED2ANSWER}
-    ),
-    NOISE_SENSITIVITY_IN_IRRELEVANT: frozenset(
-        {RETRIEVED2RESPONSE, ANSWER2RESPONSE, RETRIEVED2ANSWER}
-    ),
-    HALLUCINATION: frozenset({RETRIEVED2RESPONSE, ANSWER2RESPONSE}),
-    SELF_KNOWLEDGE: frozenset({RETRIEVED2RESPONSE, ANSWER2RESPONSE}),
-    FAITHFULNESS: frozenset({RETRIEVED2RESPONSE}),
-    CONTRADICTION_RATE: frozenset({RETRIEVED2RESPONSE}),
-    UNSUPPORTED_RATE: frozenset({RETRIEVED2RESPONSE}),
-}
-"""Checking matrices each metric needs (RAGChecker's ``METRIC_REQUIREMENTS`` plus extras)."""
-
-_KNOWN = ALL_METRICS + EXTRA_METRICS
-
-
-class MetricsInputError(InputError, ValueError):
-    """Bad input to the metrics module: an InputError (CLI exit 2) that is also a ValueError."""
+GROUPS: tuple[str, ...] = ("overall", "retriever", "generator", "extra")
+"""Group keys of the aggregated ``metrics`` object, in output order."""
+HIGHER, LOWER, NO_DIRECTION = "higher", "lower", "neutral"
+"""Which way a metric is good; ``neutral``: no fixed direction (self_knowledge)."""
+GT_CHECKS = frozenset({ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2ANSWER})
+"""The checks that need a gt_answer."""
 
 
 def _check_names(metrics: Iterable[str]) -> tuple[str, ...]:
@@ -350,6 +294,16 @@ class CheckingMatrices:
             object.__setattr__(self, check, value)
 
     @classmethod
+    def from_lists(cls, **matrices: Sequence[Any] | None) -> CheckingMatrices:
+        """Build from lists (rows of verdicts, or rows of rows) keyed by check name."""
+        return cls(
+            **{
+                k: None if v is None else tuple(tuple(r) if isinstance(r, list) else r for r in v)
+                for k, v in matrices.items()
+            }
+        )
+
+    @classmethod
     def from_result(cls, result: Mapping[str, Any]) -> CheckingMatrices:
         """Read the matrices from a RAGChecker-format result dict (missing or null -> None).
 
@@ -520,21 +474,112 @@ def _unsupported_rate(m: CheckingMatrices, skip: bool) -> float | None:
     return _share([CONTRADICTION not in row and ENTAILMENT not in row for row in ret2r])
 
 
-_ITEM_FUNCS: dict[str, Callable[[CheckingMatrices, bool], float | None]] = {
-    PRECISION: _precision,
-    RECALL: _recall,
-    F1: _f1,
-    CLAIM_RECALL: _claim_recall,
-    CONTEXT_PRECISION: _context_precision,
-    CONTEXT_UTILIZATION: _context_utilization,
-    NOISE_SENSITIVITY_IN_RELEVANT: _noise_relevant,
-    NOISE_SENSITIVITY_IN_IRRELEVANT: _noise_irrelevant,
-    HALLUCINATION: _hallucination,
-    SELF_KNOWLEDGE: _self_knowledge,
-    FAITHFULNESS: _faithfulness,
-    CONTRADICTION_RATE: _contradiction_rate,
-    UNSUPPORTED_RATE: _unsupported_rate,
+ItemFunction = Callable[[CheckingMatrices, bool], float | None]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric: everything the pipeline, the report and the docs need to know about it."""
+
+    name: str
+    group: str
+    """Output group (:data:`GROUPS`)."""
+    requirements: frozenset[str]
+    """The checking matrices it needs (RAGChecker's ``METRIC_REQUIREMENTS``)."""
+    direction: str
+    """:data:`HIGHER`, :data:`LOWER` or :data:`NO_DIRECTION`."""
+    item: ItemFunction
+    """Per-item value from the matrices (``skip`` = the empty policy is "skip")."""
+    meaning: str
+    """One line for the docs."""
+
+    @property
+    def needs_gt(self) -> bool:
+        """Whether it needs a gt_answer."""
+        return bool(self.requirements & GT_CHECKS)
+
+
+def _spec(
+    name: str, group: str, needs: tuple[str, ...], direction: str, item: ItemFunction, meaning: str
+) -> MetricSpec:
+    return MetricSpec(name, group, frozenset(needs), direction, item, meaning)
+
+
+_A2R, _R2A, _RET2R, _RET2A = ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE, RETRIEVED2ANSWER
+METRICS: tuple[MetricSpec, ...] = (
+    _spec(PRECISION, "overall", (_A2R,), HIGHER, _precision,
+          "share of response claims entailed by the gt_answer"),
+    _spec(RECALL, "overall", (_R2A,), HIGHER, _recall,
+          "share of gt_answer claims entailed by the response"),
+    _spec(F1, "overall", (_A2R, _R2A), HIGHER, _f1, "harmonic mean of precision and recall"),
+    _spec(CLAIM_RECALL, "retriever", (_RET2A,), HIGHER, _claim_recall,
+          "share of gt_answer claims entailed by some retrieved chunk"),
+    _spec(CONTEXT_PRECISION, "retriever", (_RET2A,), HIGHER, _context_precision,
+          "share of chunks that entail at least one gt_answer claim"),
+    _spec(CONTEXT_UTILIZATION, "generator", (_RET2A, _R2A), HIGHER, _context_utilization,
+          "of the gt claims the chunks cover, share the response also states"),
+    _spec(NOISE_SENSITIVITY_IN_RELEVANT, "generator", (_RET2R, _A2R, _RET2A), LOWER,
+          _noise_relevant,
+          "share of response claims that are wrong yet supported by a relevant chunk"),
+    _spec(NOISE_SENSITIVITY_IN_IRRELEVANT, "generator", (_RET2R, _A2R, _RET2A), LOWER,
+          _noise_irrelevant,
+          "share of response claims that are wrong yet supported by an irrelevant chunk"),
+    _spec(HALLUCINATION, "generator", (_RET2R, _A2R), LOWER, _hallucination,
+          "share of response claims that are wrong and supported by no chunk"),
+    _spec(SELF_KNOWLEDGE, "generator", (_RET2R, _A2R), NO_DIRECTION, _self_knowledge,
+          "share of response claims that are correct but supported by no chunk (answered from "
+          "the model's own knowledge; lower = relies on its context)"),
+    _spec(FAITHFULNESS, "generator", (_RET2R,), HIGHER, _faithfulness,
+          "share of response claims entailed by some chunk"),
+    _spec(CONTRADICTION_RATE, "extra", (_RET2R,), LOWER, _contradiction_rate,
+          "share of response claims contradicted by some chunk and entailed by none"),
+    _spec(UNSUPPORTED_RATE, "extra", (_RET2R,), LOWER, _unsupported_rate,
+          "share of response claims neither entailed nor contradicted by any chunk"),
+)  # fmt: skip
+"""Every metric, in RAGChecker's order (then the extras): the one table the rest derives from."""
+
+SPECS: dict[str, MetricSpec] = {m.name: m for m in METRICS}
+REQUIREMENTS: dict[str, frozenset[str]] = {m.name: m.requirements for m in METRICS}
+"""Checking matrices each metric needs (RAGChecker's ``METRIC_REQUIREMENTS`` plus extras)."""
+OUTPUT_GROUPS: dict[str, tuple[str, ...]] = {
+    g: tuple(m.name for m in METRICS if m.group == g) for g in GROUPS
 }
+"""Group keys of the aggregated ``metrics`` object, in output order, with their metrics."""
+ALL_METRICS: tuple[str, ...] = (
+    OUTPUT_GROUPS["overall"] + OUTPUT_GROUPS["retriever"] + OUTPUT_GROUPS["generator"]
+)
+"""RAGChecker's 11 metrics in RAGChecker's ``all_metrics`` order."""
+EXTRA_METRICS: tuple[str, ...] = OUTPUT_GROUPS["extra"]
+"""Metrics beyond RAGChecker (from retrieved2response only)."""
+METRIC_GROUPS: dict[str, tuple[str, ...]] = {
+    "overall_metrics": OUTPUT_GROUPS["overall"],
+    "retriever_metrics": OUTPUT_GROUPS["retriever"],
+    "generator_metrics": OUTPUT_GROUPS["generator"],
+    "extra_metrics": EXTRA_METRICS,
+    "all_metrics": ALL_METRICS,
+}
+"""RAGChecker's group names (plus ``extra_metrics``); ``all_metrics`` is the 11, as upstream."""
+_GROUP_ALIASES: dict[str, tuple[str, ...]] = {**OUTPUT_GROUPS, "all": ALL_METRICS}
+# Older RAGChecker releases named the groups "overall", "retriever", "generator", "all".
+_KNOWN = ALL_METRICS + EXTRA_METRICS
+
+
+def with_extras(metrics: Sequence[str]) -> tuple[str, ...]:
+    """The metrics a run computes per item: the requested ones, then the extras."""
+    return (*metrics, *EXTRA_METRICS)
+
+
+def markdown_table() -> str:
+    """The README's metric table, rendered from :data:`METRICS`."""
+    direction = {HIGHER: "higher", LOWER: "lower", NO_DIRECTION: "no fixed direction"}
+    lines = [
+        "| metric | group | meaning | needs gt_answer? | good |",
+        "|---|---|---|---|---|",
+    ]
+    for m in METRICS:
+        gt = "yes" if m.needs_gt else "no"
+        lines.append(f"| {m.name} | {m.group} | {m.meaning} | {gt} | {direction[m.direction]} |")
+    return "\n".join(lines)
 
 
 def _check_policy(empty_policy: str) -> None:
@@ -564,7 +609,7 @@ def item_metrics(
         if any(getattr(m, check) is None for check in REQUIREMENTS[metric]):
             values[metric] = None
         else:
-            values[metric] = _ITEM_FUNCS[metric](m, skip)
+            values[metric] = SPECS[metric].item(m, skip)
     return values
 
 

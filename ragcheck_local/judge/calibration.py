@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, ModelError
+from ..errors import InputError, ModelError
+from ..records import VERDICTS
 from .prefilter import content_terms
-from .records import VERDICTS
 
 METADATA_FILE = "ragcheck.json"
 """File beside a model's weights with ragcheck-specific facts (languages, calibration)."""

@@ -1,0 +1,87 @@
+"""Package layout, shipped data, generated docs and the public API's doctests."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragcheck_local import metrics, resources
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "ragcheck_local"
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_wheel_lists_every_sub_package_and_ships_models_and_presets() -> None:
+    setuptools = _pyproject()["tool"]["setuptools"]
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in PACKAGE.rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    packaged = {"ragcheck_local._models", "ragcheck_local._configs"}
+    assert set(setuptools["packages"]) == found | packaged
+    assert setuptools["package-dir"] == {
+        "ragcheck_local._models": "models",
+        "ragcheck_local._configs": "configs",
+    }
+    # Every file of every model directory ships (a glob, not a fixed list).
+    assert setuptools["package-data"]["ragcheck_local._models"] == ["*/*"]
+
+
+def test_resources_fall_back_to_the_checkout() -> None:
+    model = Path(resources.default_model_path())
+    assert model.parent.name in ("models", "_models")
+    assert (model / "config.json").is_file()
+    assert resources.preset_path("cpu") is not None
+    assert resources.example_path().is_file()
+
+
+def test_readme_metric_table_is_generated_from_the_metric_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert metrics.markdown_table() in readme
+    assert [m.name for m in metrics.METRICS] == [*metrics.ALL_METRICS, *metrics.EXTRA_METRICS]
+    for spec in metrics.METRICS:
+        assert metrics.REQUIREMENTS[spec.name] == spec.requirements
+        assert spec.name in metrics.OUTPUT_GROUPS[spec.group]
+
+
+def test_readme_architecture_names_every_sub_package() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Architecture", 1)[1]
+    for package in PACKAGE.iterdir():
+        if (package / "__init__.py").is_file():
+            assert f"  {package.name}/" in section, package.name
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "ragcheck_local.config",
+        "ragcheck_local.resources",
+        "ragcheck_local.evaluator",
+        "ragcheck_local.pipeline",
+        "ragcheck_local.judge.checker",
+    ],
+)
+def test_public_api_examples_run(module: str, tmp_path: Path, monkeypatch) -> None:
+    """The ``Examples:`` of the public API (evaluate, Evaluator, the checker, the config)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(resources.MODEL_ENV, raising=False)
+    result = doctest.testmod(
+        importlib.import_module(module), optionflags=doctest.ELLIPSIS, verbose=False
+    )
+    assert result.attempted > 0
+    assert result.failed == 0
