@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .errors import RagcheckError
+from .errors import InputError, RagcheckError
 
 logger = logging.getLogger("ragcheck_local")
 
@@ -44,6 +44,33 @@ def _format_metrics(grouped: Mapping[str, Mapping[str, Any]]) -> str:
         for name, value in values.items():
             shown = "n/a" if value is None else f"{value:.1f}"
             lines.append(f"{group:<10} {name:<34} {shown:>7}")
+    return "\n".join(lines)
+
+
+def _run_facts(counts: Mapping[str, int], timings: Mapping[str, Any]) -> str:
+    """What a run did, in words: items (resumed, rejected), claim pairs and model passes."""
+    resumed = counts.get("resumed", 0)
+    lines = [
+        f"{counts['items']} item(s)"
+        + (f" ({resumed} resumed from the checkpoint)" if resumed else "")
+        + f", {counts.get('rejected', 0)} rejected; "
+        f"{counts.get('response_claims', 0)} response claim(s), "
+        f"{counts.get('gt_answer_claims', 0)} gt_answer claim(s)",
+        f"{counts.get('pairs_this_run', 0)} claim pair(s) checked this run: "
+        f"{counts.get('nli_pairs', 0)} (window, claim) input(s), "
+        f"{counts.get('nli_scored', 0)} scored by the model, "
+        f"{counts.get('nli_cached', 0)} from the cache, "
+        f"{counts.get('nli_pairs', 0) - counts.get('nli_unique', 0)} repeats",
+    ]
+    rates = [
+        f"{timings[key]} {unit}/s"
+        for key, unit in (("items_per_s", "items"), ("pairs_per_s", "pairs"))
+        if timings.get(key) is not None
+    ]
+    lines.append(
+        f"checking {timings.get('checking_s', 0.0):.1f}s, total {timings.get('total_s', 0.0):.1f}s"
+        + (f" ({', '.join(rates)})" if rates else "")
+    )
     return "\n".join(lines)
 
 
@@ -214,12 +241,7 @@ def evaluate(
         config = dataclasses.replace(config, run=dataclasses.replace(config.run, cache=None))
     summary = run_evaluation(input_path, output_path, config)
     click.echo(_format_metrics(summary.output["metrics"]))
-    counts = summary.counts
-    click.echo(
-        f"\n{counts['items']} item(s), {counts.get('rejected', 0)} rejected, "
-        f"{counts.get('pairs', 0)} pair(s) checked in {summary.timings['checking_s']:.1f}s "
-        f"({summary.timings['total_s']:.1f}s total)"
-    )
+    click.echo("\n" + _run_facts(summary.counts, summary.timings))
     for key in ("output", "claims", "manifest"):
         click.echo(f"{key:>9}: {summary.paths[key]}")
 
@@ -287,7 +309,7 @@ def report(
     title: str | None,
 ) -> None:
     """Render an output file (ours or RAGChecker's) as an offline HTML and/or Markdown report."""
-    from .formats.files import write_text
+    from .formats.files import check_output_path, write_text
     from .report import build_html, build_markdown, load_output
 
     targets = [(p, build_html) for p in (html_path,) if p]
@@ -296,6 +318,8 @@ def report(
         targets.append((output_path, build_markdown if _is_markdown(output_path) else build_html))
     if not targets:
         raise click.UsageError("give --html PATH and/or --md PATH (or -o PATH)")
+    for path, _ in targets:
+        check_output_path(path, inputs=[input_path], option="report output")
     data = load_output(input_path)
     for path, build in targets:
         write_text(path, build(data, lang=lang, title=title))
@@ -320,7 +344,7 @@ def compare(
     run_a: str, run_b: str, output_path: str | None, lang: str, n_boot: int, seed: int
 ) -> None:
     """Compare run B with run A: metric deltas with bootstrap CIs, changed claim verdicts."""
-    from .formats.files import write_text
+    from .formats.files import check_output_path, write_text
     from .report import (
         build_compare_html,
         build_compare_markdown,
@@ -329,7 +353,15 @@ def compare(
         load_output,
     )
 
+    if output_path is not None:
+        check_output_path(output_path, inputs=[run_a, run_b], option="--output")
     result = compare_runs(load_output(run_a), load_output(run_b), n_boot=n_boot, seed=seed)
+    if not result.shared:
+        raise InputError(
+            f"{run_a} and {run_b} share no query_id ({len(result.only_in_a)} and "
+            f"{len(result.only_in_b)} queries): nothing to compare",
+            field="query_id",
+        )
     labels = {"label_a": run_a, "label_b": run_b}
     click.echo(format_compare_text(result, lang=lang, **labels), nl=False)
     if output_path:

@@ -269,6 +269,13 @@ class InputConfig(_Section):
         default="raise",
         metadata=_help("Stop at the first bad record, or record it as rejected and go on."),
     )
+    max_item_chars: int = field(
+        default=200_000,
+        metadata=_help(
+            "Refuse items with more characters of text than this (bounds one item's memory).",
+            min=1,
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -283,7 +290,8 @@ class RunConfig(_Section):
         metadata=_help("Items without claims count as 0 (RAGChecker) or are skipped."),
     )
     block_size: int = field(
-        default=256, metadata=_help("Items per block (checkpoint unit).", min=1)
+        default=256,
+        metadata=_help("Items per block: each finished block is checkpointed for --resume.", min=1),
     )
     cache: str | None = field(default=None, metadata=_help("SQLite cache of NLI probabilities."))
     shard: tuple[int, int] | None = field(
@@ -392,6 +400,7 @@ FLAT_KEYS: dict[str, tuple[str, ...]] = {
     "input_format": ("input.format",),
     "column_map": ("input.column_map",),
     "on_error": ("input.on_error",),
+    "max_item_chars": ("input.max_item_chars",),
     "metrics": ("run.metrics",),
     "empty_policy": ("run.empty_policy",),
     "block_size": ("run.block_size",),

@@ -45,3 +45,9 @@ class ModelError(RagcheckError):
     """A model directory that cannot be used (missing files, unknown labels, ...)."""
 
     exit_code = 2
+
+
+class OutputError(RagcheckError):
+    """An output path that cannot be used or written (names the path and the reason)."""
+
+    exit_code = 2

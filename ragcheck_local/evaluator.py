@@ -35,8 +35,9 @@ from .records import NEUTRAL, Claim, RagItem
 PROB_KEYS = ("entailment", "neutral", "contradiction")
 
 Pair = tuple[str, str]
-Row = tuple[int, ...]
-"""Index of each claim's pair in the block's pair list."""
+Row = tuple[int | None, ...]
+"""Index of each claim's pair in the block's pair list (None: Neutral without a pass, as
+against an empty response)."""
 Grid = tuple[tuple[int | None, ...], ...]
 """Per claim, per chunk: the pair's index, or None when no forward pass is needed (Neutral)."""
 
@@ -60,7 +61,7 @@ class ItemPlan:
         """The plan with every index passed through ``new``."""
 
         def row(r: Row | None) -> Row | None:
-            return None if r is None else tuple(new(i) for i in r)  # type: ignore[misc]
+            return None if r is None else tuple(new(i) for i in r)
 
         def grid(g: Grid | None) -> Grid | None:
             return None if g is None else tuple(tuple(new(i) for i in r) for r in g)
@@ -166,10 +167,13 @@ class Evaluator:
         if self._checker is None:
             from .judge.checker import NLIChecker
 
+            # No in-memory scores across blocks: each block's probabilities depend on that
+            # block alone, so --resume and worker/Ray runs reproduce them bit for bit.
             self._checker = NLIChecker(
                 self.config.nli,
                 sentence_spans=self.segmenter.sentence_spans,
                 cache_path=self.config.run.cache,
+                dedupe_across_calls=False,
             )
         return self._checker
 
@@ -207,6 +211,8 @@ class Evaluator:
             [it.gt_answer for it in items], self.need_answer_claims, skip_empty=True
         )
         self.extraction_s += time.perf_counter() - t0
+        self.counts["response_claims"] += sum(len(c) for c in response_claims)
+        self.counts["gt_answer_claims"] += sum(len(c) for c in answer_claims)
         tick = self._tick("claims")
         if tick:
             tick(len(items))
@@ -232,6 +238,9 @@ class Evaluator:
         self.checking_s += time.perf_counter() - t0
         self.counts["pairs"] += len(pairs)
         self.counts["items"] += len(items)
+        tick = self._tick("checked")
+        if tick:
+            tick(len(items))
         return [
             self._assemble(it, rc, ac, plan, results)
             for it, rc, ac, plan in zip(items, response_claims, answer_claims, plans, strict=True)
@@ -273,6 +282,9 @@ class Evaluator:
     def _plan(self, item: RagItem, rc: list[Claim], ac: list[Claim], pairs: list[Pair]) -> ItemPlan:
         """Append this item's pairs to ``pairs``; return where each check's results live."""
         has_gt = bool(item.gt_answer.strip())
+        # An empty response (a system that answered nothing) states nothing: every gt_answer
+        # claim is Neutral against it without a forward pass, as against an empty chunk.
+        has_response = bool(item.response.strip())
         chunks = item.retrieved_context
 
         def add(premise: str, claims: list[Claim]) -> Row:
@@ -292,7 +304,7 @@ class Evaluator:
             answer2response=add(item.gt_answer, rc)
             if ANSWER2RESPONSE in checks and has_gt
             else None,
-            response2answer=add(item.response, ac)
+            response2answer=(add(item.response, ac) if has_response else tuple(None for _ in ac))
             if RESPONSE2ANSWER in checks and has_gt
             else None,
             retrieved2response=grid(rc)
@@ -307,7 +319,9 @@ class Evaluator:
         self, item: RagItem, rc: list[Claim], ac: list[Claim], plan: ItemPlan, results: list[Any]
     ) -> dict[str, Any]:
         def row(indices: Row | None) -> list[str] | None:
-            return None if indices is None else [results[i].verdict for i in indices]
+            if indices is None:
+                return None
+            return [results[i].verdict if i is not None else NEUTRAL for i in indices]
 
         def grid(indices: Grid | None) -> list[list[str]] | None:
             if indices is None:
@@ -372,10 +386,50 @@ def _details(
         else:
             entry.update({"verdict": None, "probs": None, "doc_id": None})
         if ref_row is not None:
-            res = results[ref_row[k]]
-            entry[f"{ref}_verdict"] = res.verdict
-            entry[f"{ref}_probs"] = _probs(res.probs)
+            i = ref_row[k]
+            entry[f"{ref}_verdict"] = results[i].verdict if i is not None else NEUTRAL
+            entry[f"{ref}_probs"] = _probs(results[i].probs if i is not None else NEUTRAL_PROBS)
         else:
             entry[f"{ref}_verdict"] = None
         rows.append(entry)
     return rows
+
+
+def preflight(config: EvalConfig) -> dict[str, Any]:
+    """Check the model and the options that depend on it or on spaCy before any file is
+    created (:class:`InputError` / :class:`ModelError`, exit 2); no weights are loaded.
+
+    Returns the facts about the model the manifest records, also for a run that never loads
+    it (a resume with every block done) and ``languages`` (what the model declares, or None).
+    """
+    from pathlib import Path
+
+    from .errors import InputError
+    from .judge.cache import model_fingerprint
+    from .judge.checker import WINDOW_RULE, preflight_model
+    from .judge.device import resolve_device, resolve_dtype
+
+    c = config.claims
+    if c.lang != "auto" or c.spacy_model:
+        Segmenter(c.lang, c.spacy_model)._nlp(c.lang)  # an unknown --lang fails here
+    if c.model and not Path(c.model).expanduser().is_dir():
+        raise InputError(f"no model directory at {c.model!r}", field="claims.model")
+    nli = config.nli
+    facts = preflight_model(nli)
+    device = resolve_device(nli.device)
+    if nli.backend == "onnx":
+        dtype = "int8" if device.type == "cpu" and nli.dtype == "auto" else "float32"
+    else:
+        dtype = str(resolve_dtype(nli.dtype, device)).replace("torch.", "")
+    return {
+        "resolved_path": facts["resolved_path"],
+        "sha256": model_fingerprint(facts["resolved_path"]),
+        "device": str(device),
+        "dtype": dtype,
+        "backend": nli.backend,
+        "max_length": facts["max_length"],
+        "window_overlap": nli.window_overlap,
+        "window_rule": WINDOW_RULE,
+        "labels": list(facts["columns"]),
+        "languages": facts["languages"],
+    }

@@ -23,17 +23,22 @@ from . import __version__
 from .claims import resolve_parser_name
 from .config import ENGINE_SETTINGS, EvalConfig
 from .engines import BlockStats, evaluate_blocks
-from .errors import InputError
+from .errors import InputError, show_value
 from .formats.checkpoint import Checkpoint
-from .formats.files import write_json
-from .formats.input import iter_items
+from .formats.files import check_output_path, remove_stale_temps, write_json
+from .formats.input import RecordRules, iter_items
 from .formats.output import output_paths, read_output, write_claims, write_output
 from .metrics import (
+    ANSWER2RESPONSE,
+    RESPONSE2ANSWER,
+    RETRIEVED2ANSWER,
+    RETRIEVED2RESPONSE,
     CheckingMatrices,
     MetricTable,
     aggregate,
     aggregate_table,
     item_metrics,
+    required_checks,
     resolve_metrics,
     with_extras,
 )
@@ -91,6 +96,42 @@ def _run_key(config: EvalConfig, input_path: Path) -> str:
     return h.hexdigest()[:32]
 
 
+def _check_paths(input_path: Path, paths: dict[str, Path]) -> None:
+    """Every file a run writes must be a usable path and none may be the input."""
+    for name in ("claims", "manifest", "checkpoint"):
+        check_output_path(paths[name], inputs=[input_path], option=f"--output ({name} file)")
+
+
+def _language_note(
+    languages: tuple[str, ...] | None,
+    counts: dict[str, int],
+    first: dict[str, str],
+    model: str,
+) -> str | None:
+    """A warning when items are in languages the model does not declare (None otherwise);
+    ``counts``/``first``: items per language and the first such query_id."""
+    foreign = sorted(lang for lang in counts if languages and lang not in languages)
+    if not languages or not foreign:
+        return None
+    parts = [
+        f"{counts[lang]} item(s) in {lang!r} (e.g. query_id {first[lang]!r})" for lang in foreign
+    ]
+    return (
+        f"the NLI model {model} declares languages {list(languages)}, but {', '.join(parts)}: "
+        "its verdicts on that text are unreliable; use a model for that language (--nli-model)"
+    )
+
+
+def _item_langs(item: RagItem, lang: str) -> set[str]:
+    if lang != "auto":
+        return {lang.split("_")[0].lower()}
+    from .claims import detect_lang
+
+    texts = [item.query, item.gt_answer, item.response]
+    texts += [c.text for c in item.retrieved_context or ()]
+    return {detect_lang(t) for t in texts if t.strip()}
+
+
 def evaluate(
     input_path: str | Path,
     output_path: str | Path,
@@ -114,23 +155,58 @@ def evaluate(
     """
     t_start = time.perf_counter()
     input_path = Path(input_path)
+    check_output_path(output_path, inputs=[input_path])  # the raw text: "" or "dir/" too
     paths = output_paths(output_path)
+    _check_paths(input_path, paths)
     run = config.run
-    read = {"fmt": config.input.format, "column_map": dict(config.input.column_map)}
-    metrics = with_extras(resolve_metrics(run.metrics))  # bad names fail before any reading
+    names = resolve_metrics(run.metrics)  # bad names fail before any reading
+    metrics = with_extras(names)
+    rules = RecordRules(
+        require_gt_answer=bool(
+            required_checks(names) & {ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2ANSWER}
+        ),
+        max_item_chars=config.input.max_item_chars,
+    )
+    read = {
+        "fmt": config.input.format,
+        "column_map": dict(config.input.column_map),
+        "rules": rules,
+    }
     if config.engine.kind == "ray":
         from .engines.ray_engine import import_ray
 
         import_ray()  # a missing optional dependency fails before any work is done
 
+    from .evaluator import preflight
+    from .judge.checker import model_languages
+
+    declared = model_languages(config.nli.model_path)
+    lang_counts: dict[str, int] = {}
+    lang_first: dict[str, str] = {}
     rejected: list[Rejected] = []
     n_valid = n_items = 0
     for item in iter_items(input_path, on_error=config.input.on_error, rejected=rejected, **read):
         # Validation pass over the whole file: no model is loaded until it succeeds.
         n_valid += 1
         n_items += in_shard(item.query_id, run.shard)
+        if declared:
+            for lang in _item_langs(item, config.claims.lang):
+                lang_counts[lang] = lang_counts.get(lang, 0) + 1
+                lang_first.setdefault(lang, item.query_id)
     if n_valid == 0 and not rejected:
         raise InputError("no records found", record=str(input_path))
+    if n_valid == 0:
+        raise InputError(
+            f"every record was rejected ({len(rejected)}); nothing to evaluate. First: "
+            f"record {rejected[0].record}, field {rejected[0].field!r}: {rejected[0].reason}",
+            record=str(input_path),
+        )
+    facts = preflight(config)  # model, --max-length, --lang, device: exit 2 before any file
+    note = _language_note(facts.pop("languages"), lang_counts, lang_first, config.nli.model_path)
+    if note:
+        logger.warning(note)
+    for path in (paths["output"], paths["claims"], paths["manifest"]):
+        remove_stale_temps(path)  # left by a run killed while writing its final files
 
     # Column-wise per-item values for the dataset means: 8 bytes per value, not a dict per item.
     table = MetricTable(metrics)
@@ -138,19 +214,34 @@ def evaluate(
     done: set[str] = set()
     if run.resume:
         done = checkpoint.resume(lambda r: table.add(r["metrics"]))
+        if done:
+            logger.warning(
+                "resuming: %d of %d item(s) already finished in %s",
+                len(done),
+                n_items,
+                checkpoint.path,
+            )
+        else:
+            logger.warning(
+                "not resuming: %s; starting from the first item", checkpoint.unused_because
+            )
     else:
         checkpoint.start()
     bars = _Progress(enabled=run.progress, n_items=n_items)
     bars.update("claims", len(done))
+    bars.update("checked", len(done))
     stats = BlockStats()
+    pairs_total = checkpoint.counts.get("pairs", 0)
     pending = (
         item
-        for item in iter_items(input_path, on_error="skip", **read)  # bad ones: handled above
+        for item in iter_items(input_path, on_error="skip", warn=False, **read)  # handled above
         if in_shard(item.query_id, run.shard) and item.query_id not in done
     )
     try:
         for block in evaluate_blocks(config, _blocks(pending, run.block_size), bars.update):
-            checkpoint.append(block.results or [])
+            block_pairs = block.stats.counts.get("pairs", 0)
+            checkpoint.append(block.results or [], {"pairs": block_pairs})
+            pairs_total += block_pairs
             for result in block.results or []:
                 table.add(result["metrics"])
             stats = stats + block.stats
@@ -161,26 +252,47 @@ def evaluate(
     grouped = aggregate_table(table, metrics)
     rejected_rows = [{"record": r.record, "field": r.field, "reason": r.reason} for r in rejected]
     rest = {"metrics": grouped, "rejected": rejected_rows}
-    write_output(paths["output"], checkpoint.results(), rest)
+    claim_counts = {"response_claims": 0, "gt_answer_claims": 0}
+    write_output(paths["output"], _counting(checkpoint.results(), claim_counts), rest)
     write_claims(paths["claims"], checkpoint.results())
     counts = {"items": 0, "response_claims": 0, "gt_answer_claims": 0, "pairs": 0, **stats.counts}
-    counts.update({"items": len(table), "rejected": len(rejected), "resumed": len(done)})
+    counts.update(claim_counts)  # of the whole output, resumed items included
+    counts.update(
+        {
+            "items": len(table),
+            "rejected": len(rejected),
+            "resumed": len(done),
+            "pairs_this_run": stats.counts.get("pairs", 0),
+            "pairs": pairs_total,
+        }
+    )
     counts.update({f"nli_{k}": v for k, v in stats.nli.items()})
     timings = {
         "extraction_s": round(stats.extraction_s, 3),
         "checking_s": round(stats.checking_s, 3),
         "total_s": round(time.perf_counter() - t_start, 3),
     }
-    write_json(paths["manifest"], _manifest(config, stats, counts, timings, input_path))
+    manifest = _manifest(config, stats, counts, timings, input_path, facts)
+    write_json(paths["manifest"], manifest)
     checkpoint.remove()
     logger.info("wrote %s", paths["output"])
     return RunSummary(
         output={"metrics": grouped, "n_results": len(table), "rejected": rejected_rows},
         paths={k: str(v) for k, v in paths.items() if k != "checkpoint"},
         counts=counts,
-        timings=timings,
+        timings={**timings, **manifest["timings"]},
         rejected=tuple(rejected),
     )
+
+
+def _counting(
+    results: Iterator[dict[str, Any]], counts: dict[str, int]
+) -> Iterator[dict[str, Any]]:
+    """``results`` unchanged, adding their claims to ``counts`` on the way."""
+    for result in results:
+        counts["response_claims"] += len(result.get("response_claims") or ())
+        counts["gt_answer_claims"] += len(result.get("gt_answer_claims") or ())
+        yield result
 
 
 def _manifest(
@@ -189,6 +301,7 @@ def _manifest(
     counts: dict[str, int],
     timings: dict[str, float],
     input_path: Path,
+    facts: Mapping[str, Any],
 ) -> dict[str, Any]:
     versions = {"ragcheck_local": __version__, "python": platform.python_version()}
     for name in ("torch", "transformers", "spacy", "numpy"):
@@ -199,40 +312,55 @@ def _manifest(
             versions[name] = None
     pairs = counts.get("nli_scored", 0)
     checking = timings["checking_s"]
+    done = counts.get("items", 0) - counts.get("resumed", 0)
+    total = timings["total_s"]
     return {
         "tool": "ragcheck_local",
         "input": str(input_path),
-        "model": {"path": config.nli.model_path, **stats.model},
+        # What the engine loaded; a run that loaded nothing (a resume with every block done)
+        # records the facts the preflight read from the same model files.
+        "model": {"path": config.nli.model_path, **facts, **stats.model},
         "versions": versions,
         "config": config.to_dict(),
         # "auto" depends on what is installed: record what claims were actually built with.
         "claim_parser": resolve_parser_name(config.claims.parser) or "rules",
         "metrics_computed": list(resolve_metrics(config.run.metrics)),
         "counts": counts,
-        "timings": {**timings, "pairs_per_s": round(pairs / checking, 2) if checking else None},
+        "timings": {
+            **timings,
+            "pairs_per_s": round(pairs / checking, 2) if checking else None,
+            "items_per_s": round(done / total, 2) if total else None,
+        },
         "platform": platform.platform(),
     }
 
 
 class _Progress:
-    """tqdm bars for claim extraction (items) and checking (pairs); off with progress=False."""
+    """tqdm bars with totals (so with an ETA): claim extraction and checking, both counted in
+    items; checking shows the pairs scored so far; off with progress=False."""
 
     def __init__(self, *, enabled: bool, n_items: int) -> None:
         self.enabled = enabled
         self.n_items = n_items
         self.bars: dict[str, Any] = {}
+        self.pairs = 0
+
+    def _bar(self, stage: str) -> Any:
+        if stage not in self.bars:
+            from tqdm import tqdm
+
+            desc = "claims" if stage == "claims" else "checking"
+            self.bars[stage] = tqdm(total=self.n_items, desc=desc, unit="item")
+        return self.bars[stage]
 
     def update(self, stage: str, n: int) -> None:
         if not self.enabled:
             return
-        if stage not in self.bars:
-            from tqdm import tqdm
-
-            if stage == "claims":
-                self.bars[stage] = tqdm(total=self.n_items, desc="claims", unit="item")
-            else:
-                self.bars[stage] = tqdm(desc="checking", unit="pair")
-        self.bars[stage].update(n)
+        if stage == "pairs":
+            self.pairs += n
+            self._bar("checked").set_postfix_str(f"{self.pairs} pairs", refresh=False)
+            return
+        self._bar(stage).update(n)
 
     def close(self) -> None:
         for bar in self.bars.values():
@@ -248,10 +376,19 @@ def recompute(
 ) -> dict[str, Any]:
     """Recompute every metric from the checking matrices in a RAGChecker-format output file
     (ours or RAGChecker's own) without loading any model; write the updated file atomically."""
+    check_output_path(output_path, inputs=[input_path])
     data = read_output(input_path)
     names = with_extras(resolve_metrics(metrics))
     per_item = []
     results = []
+    keys = (ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE, RETRIEVED2ANSWER)
+    if data["results"] and not any(r.get(k) is not None for r in data["results"] for k in keys):
+        raise InputError(
+            f"no result holds checking matrices ({', '.join(keys)}); recompute needs the "
+            "output of an evaluate run (ours or RAGChecker's)",
+            record=str(input_path),
+            field="results",
+        )
     for result in data["results"]:
         values = item_metrics(
             CheckingMatrices.from_result(result), names, empty_policy=empty_policy
@@ -266,6 +403,7 @@ def recompute(
 def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, Any]:
     """Combine shard outputs into one file; dataset metrics are re-aggregated from the items'
     metrics, so they equal a single run's."""
+    check_output_path(output_path, inputs=inputs)
     results: list[dict[str, Any]] = []
     rejected: list[Any] = []
     seen: dict[str, str] = {}
@@ -279,11 +417,24 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
                     f"query_id {qid!r} is also in {seen[qid]}", record=str(path), field="query_id"
                 )
             seen[qid] = str(path)
+            if not isinstance(result.get("metrics") or {}, dict):
+                raise InputError(
+                    f"expected an object of metric values, found {show_value(result['metrics'])}",
+                    record=f"{path} query_id={qid!r}",
+                    field="metrics",
+                )
             for name in result.get("metrics") or {}:
                 if name not in names:
                     names.append(name)
             results.append(result)
-        for row in data.get("rejected") or []:
+        rows = data.get("rejected") or []
+        if not isinstance(rows, list):
+            raise InputError(
+                f"expected a list, found {type(rows).__name__} {show_value(rows)}",
+                record=str(path),
+                field="rejected",
+            )
+        for row in rows:
             # Every shard validates the whole input, so each lists every rejected record.
             if row not in rejected:
                 rejected.append(row)

@@ -135,7 +135,7 @@ def test_bad_input_fails_before_any_model_is_loaded(tmp_path: Path) -> None:
 
 
 def test_on_error_skip_records_rejected_items(tmp_path: Path, lexical_model: Path) -> None:
-    items = [ITEMS[0], {**ITEMS[1], "response": ""}, {**ITEMS[2], "query_id": "a"}]
+    items = [ITEMS[0], {**ITEMS[1], "response": None}, {**ITEMS[2], "query_id": "a"}]
     _, out = run(tmp_path, lexical_model, items=items, on_error="skip")
     assert [r["query_id"] for r in out["results"]] == ["a"]
     reasons = {r["field"]: r["reason"] for r in out["rejected"]}

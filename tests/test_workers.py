@@ -63,9 +63,7 @@ def _config(**values: Any) -> EvalConfig:
     return build_config(None, values)
 
 
-def evaluate_blocks(
-    config: EvalConfig, blocks: Any, devices: tuple[str, ...]
-) -> Any:
+def evaluate_blocks(config: EvalConfig, blocks: Any, devices: tuple[str, ...]) -> Any:
     """The worker engine with fake evaluators; yields each block's results."""
     for block in _evaluate_blocks(config, blocks, devices, factory=FakeEvaluator):
         COLLECTED.append(block.stats)

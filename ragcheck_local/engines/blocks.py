@@ -228,6 +228,7 @@ class InOrder:
             if self._progress is not None:
                 self._progress("claims", ready.stats.counts.get("items", 0))
                 self._progress("pairs", ready.stats.counts.get("pairs", 0))
+                self._progress("checked", ready.stats.counts.get("items", 0))
             self.released += 1
             yield ready
 

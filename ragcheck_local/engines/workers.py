@@ -142,9 +142,7 @@ def evaluate_blocks(
     outbox = ctx.Queue()
     n_cpu = sum(d == "cpu" for d in devices)
     threads = max(1, (os.cpu_count() or 1) // n_cpu) if n_cpu else 0
-    workers = [
-        _Worker(ctx, factory, worker_config(config, d), outbox, threads) for d in devices
-    ]
+    workers = [_Worker(ctx, factory, worker_config(config, d), outbox, threads) for d in devices]
     logger.info("starting %d worker process(es) on %s", len(workers), ", ".join(devices))
     for w in workers:
         w.process.start()

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from .files import dumps_json
+from .files import dumps_json, writing
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +27,10 @@ class Checkpoint:
         self.path = Path(path)
         self.run_key = run_key
         self._fh: IO[str] | None = None
+        self.unused_because = ""
+        """Why :meth:`resume` found nothing to resume ("" when it resumed)."""
+        self.counts: dict[str, int] = {}
+        """The per-block counters of the resumed blocks, summed."""
 
     def resume(self, on_result: Callable[[Mapping[str, Any]], None]) -> set[str]:
         """The query_ids of the finished items; each finished result goes to ``on_result``.
@@ -43,13 +47,16 @@ class Checkpoint:
         """Start a fresh checkpoint (the header line only)."""
         self._open(0)
 
-    def append(self, results: list[dict[str, Any]]) -> None:
-        """Record one finished block, durably."""
+    def append(self, results: list[dict[str, Any]], counts: Mapping[str, int]) -> None:
+        """Record one finished block and its counters, durably (a write error names the
+        file: :class:`OutputError`)."""
         if self._fh is None:
             raise RuntimeError("Checkpoint.append before start() or resume()")
-        self._fh.write(dumps_json({"results": results}, indent=None) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        with writing(self.path):
+            self._fh.write(dumps_json({"results": results, "counts": dict(counts)}, indent=None))
+            self._fh.write("\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         """Close the file (it stays on disk until :meth:`remove`)."""
@@ -71,6 +78,10 @@ class Checkpoint:
         self.path.unlink(missing_ok=True)
 
     def _open(self, valid: int) -> None:
+        with writing(self.path):
+            self._open_file(valid)
+
+    def _open_file(self, valid: int) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if valid:
             self._fh = open(self.path, "a", encoding="utf-8")
@@ -84,28 +95,45 @@ class Checkpoint:
     def _read(self, on_result: Callable[[Mapping[str, Any]], Any]) -> int:
         """Feed the finished results to ``on_result``; the byte length of the valid part."""
         if not self.path.is_file():
+            self.unused_because = f"no checkpoint at {self.path}"
             return 0
         with open(self.path, "rb") as fh:
             header = fh.readline()
             try:
                 meta = json.loads(header)
-            except json.JSONDecodeError:
-                meta = {}
-            if not isinstance(meta, dict) or meta.get("run_key") != self.run_key:
-                logger.warning("checkpoint %s belongs to another run; starting afresh", self.path)
+            except ValueError:  # also UnicodeDecodeError: a file that is not ours
+                meta = None
+            if not isinstance(meta, dict) or "run_key" not in meta:
+                self.unused_because = f"{self.path} is not a ragcheck checkpoint"
+                return 0
+            if meta.get("run_key") != self.run_key:
+                self.unused_because = (
+                    f"{self.path} belongs to another run (different input bytes or settings, "
+                    "e.g. --block-size)"
+                )
                 return 0
             valid = len(header)
             for raw in fh:  # streamed: one finished block per line
                 if not raw.endswith(b"\n"):
                     break  # torn write at the crash point; everything after it is redone
                 try:
-                    results = json.loads(raw)["results"]
+                    line = json.loads(raw)
                     finished = [
-                        {"query_id": r["query_id"], "metrics": r["metrics"]} for r in results
+                        {"query_id": r["query_id"], "metrics": r["metrics"]}
+                        for r in line["results"]
                     ]
-                except (json.JSONDecodeError, KeyError, TypeError):
+                    counts = {k: int(v) for k, v in (line.get("counts") or {}).items()}
+                except (ValueError, KeyError, TypeError, AttributeError):
                     break
                 for result in finished:
                     on_result(result)
+                for key, value in counts.items():
+                    self.counts[key] = self.counts.get(key, 0) + value
                 valid += len(raw)
+        if valid == len(header):
+            self.unused_because = (
+                f"{self.path} holds no finished block yet (blocks of --block-size items are "
+                "saved as they finish)"
+            )
+            return 0
         return valid

@@ -11,12 +11,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, show_value
 from ..records import Chunk, RagItem, Rejected
-from .files import decode_text
+from .files import (
+    MAX_DEPTH,
+    MAX_TEXT_CHARS,
+    _check_unicode,
+    check_json_value,
+    decode_text,
+    parse_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -85,14 +93,7 @@ def _looks_like_jsonl(path: Path) -> bool:
 
 
 def _iter_ragchecker(path: Path) -> Iterator[tuple[str, Any]]:
-    text = decode_text(path.read_bytes(), path.name)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-            record=path.name,
-        ) from None
+    data = parse_json(decode_text(path.read_bytes(), path.name), path.name)
     if isinstance(data, Mapping):
         if "results" not in data:
             raise InputError(
@@ -127,6 +128,10 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[str, Any]]:
                 yield where, json.loads(stripped)
             except json.JSONDecodeError as exc:
                 yield where, InputError(f"malformed JSON: {exc.msg} at column {exc.colno}")
+            except RecursionError:
+                yield where, InputError(f"JSON nested too deeply (limit {MAX_DEPTH} levels)")
+            except ValueError as exc:  # an integer over the digit limit
+                yield where, InputError(f"unreadable JSON value: {exc}")
 
 
 def _iter_datasets(path: Path, fmt: str) -> Iterator[tuple[str, Any]]:
@@ -137,9 +142,33 @@ def _iter_datasets(path: Path, fmt: str) -> Iterator[tuple[str, Any]]:
     kwargs: dict[str, Any] = {}
     if fmt == "csv" and path.suffix.lower() == ".tsv":
         kwargs["delimiter"] = "\t"
-    dataset = load_dataset(builder, data_files=str(path), split="train", streaming=True, **kwargs)
-    for index, row in enumerate(dataset):
-        yield f"row {index + 1}", row
+    index = 0
+    try:
+        dataset = load_dataset(
+            builder, data_files=str(path), split="train", streaming=True, **kwargs
+        )
+        for index, row in enumerate(dataset, start=1):
+            yield f"row {index}", row
+    except InputError:
+        raise
+    except (ValueError, TypeError, KeyError, OSError, ImportError) as exc:
+        # pandas ParserError / EmptyDataError, pyarrow ArrowInvalid, UnicodeDecodeError and
+        # datasets' own errors all land here (all ValueError/OSError subclasses or wrappers).
+        cause = exc.__cause__ or exc.__context__
+        detail = f"{type(exc).__name__}: {exc}"
+        if cause is not None and str(cause) and str(cause) not in detail:
+            detail += f" ({type(cause).__name__}: {cause})"
+        raise InputError(
+            f"cannot read this {fmt} file after {index} row(s): {_short(detail)}",
+            record=f"{path.name} row {index + 1}",
+        ) from None
+    if index == 0:
+        raise InputError(f"no rows in this {fmt} file", record=path.name)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def iter_raw(path: str | Path, fmt: str = "auto") -> Iterator[tuple[str, Any]]:
@@ -166,11 +195,14 @@ def _as_id(value: Any, where: str, field: str) -> str:
     text = str(value)
     if not text.strip():
         raise InputError("must not be empty", record=where, field=field)
+    _check_unicode(text, where, field)
     return text
 
 
-def _as_text(value: Any, where: str, field: str, *, allow_empty: bool) -> str:
-    if value is None and allow_empty:
+def _as_text(
+    value: Any, where: str, field: str, *, allow_empty: bool, allow_null: bool | None = None
+) -> str:
+    if value is None and (allow_empty if allow_null is None else allow_null):
         return ""
     if not isinstance(value, str):
         raise InputError(
@@ -180,6 +212,13 @@ def _as_text(value: Any, where: str, field: str, *, allow_empty: bool) -> str:
         )
     if not allow_empty and not value.strip():
         raise InputError(f"must not be empty, found {show_value(value)}", record=where, field=field)
+    _check_unicode(value, where, field)
+    if len(value) > MAX_TEXT_CHARS:
+        raise InputError(
+            f"{len(value):,} characters; the limit for one text is {MAX_TEXT_CHARS:,}",
+            record=where,
+            field=field,
+        )
     return value
 
 
@@ -191,7 +230,7 @@ def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
         # Table formats carry the chunk list as a JSON string.
         try:
             value = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             raise InputError(
                 f"expected a list of {{doc_id, text}} (or its JSON), found {show_value(value)}",
                 record=where,
@@ -230,12 +269,41 @@ def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
     return tuple(chunks)
 
 
-def validate_record(raw: Any, locator: str, column_map: Mapping[str, str] | None = None) -> RagItem:
+@dataclass(frozen=True)
+class RecordRules:
+    """What a record must hold: which fields are required, and the size limit of one item."""
+
+    require_gt_answer: bool = True
+    """A missing ``gt_answer`` is an error only when a requested metric needs it."""
+    max_item_chars: int = 200_000
+    """Most characters of text in one item (query, gt_answer, response and every chunk)."""
+
+
+def _missing(name: str, raw: Mapping[str, Any], where: str) -> InputError:
+    found = ", ".join(repr(str(k)) for k in list(raw)[:20]) or "none"
+    return InputError(
+        f"missing (found {'fields' if raw else 'no fields'}: {found}; map other names with "
+        f"--column-map SOURCE={name})",
+        record=where,
+        field=name,
+    )
+
+
+def validate_record(
+    raw: Any,
+    locator: str,
+    column_map: Mapping[str, str] | None = None,
+    rules: RecordRules | None = None,
+) -> RagItem:
     """Turn one raw record into a :class:`RagItem` or raise :class:`InputError`.
 
-    ``gt_answer`` may be empty or null (gt-dependent metrics become null); a missing or null
-    ``retrieved_context`` means chunk-dependent metrics become null.
+    ``gt_answer`` may be empty or null (gt-dependent metrics become null), and missing when
+    ``rules.require_gt_answer`` is false; an empty ``response`` has no claims (scored like
+    RAGChecker scores an answer without claims); a missing or null ``retrieved_context`` means
+    chunk-dependent metrics become null. Values that cannot be written back as JSON (NaN,
+    Infinity, lone surrogates, deep nesting) and items over ``rules.max_item_chars`` are refused.
     """
+    rules = rules or RecordRules()
     if isinstance(raw, InputError):
         raise InputError(raw.reason, record=locator, field=raw.field)
     if not isinstance(raw, Mapping):
@@ -245,21 +313,44 @@ def validate_record(raw: Any, locator: str, column_map: Mapping[str, str] | None
     if column_map:
         raw = {column_map.get(key, key): value for key, value in raw.items()}
     if "query_id" not in raw:
-        raise InputError("missing", record=locator, field="query_id")
+        raise _missing("query_id", raw, locator)
     query_id = _as_id(raw["query_id"], locator, "query_id")
     where = f"query_id={query_id!r} ({locator})"
-    for name in ("query", "response", "gt_answer"):
+    required = (
+        ("query", "response", "gt_answer") if rules.require_gt_answer else ("query", "response")
+    )
+    for name in required:
         if name not in raw:
-            raise InputError("missing", record=where, field=name)
+            raise _missing(name, raw, where)
+    for key, value in raw.items():
+        if isinstance(key, str):
+            _check_unicode(key, where, "(a field name)")
+        check_json_value(value, where, str(key))
     extra = {k: v for k, v in raw.items() if k not in FIELDS}
-    return RagItem(
+    item = RagItem(
         query_id=query_id,
         query=_as_text(raw["query"], where, "query", allow_empty=True),
-        gt_answer=_as_text(raw["gt_answer"], where, "gt_answer", allow_empty=True),
-        response=_as_text(raw["response"], where, "response", allow_empty=False),
+        gt_answer=_as_text(raw.get("gt_answer"), where, "gt_answer", allow_empty=True),
+        # An empty response is an answer with no claims (RAGChecker scores it); null is not.
+        response=_as_text(raw["response"], where, "response", allow_empty=True, allow_null=False),
         retrieved_context=_as_context(raw.get("retrieved_context"), where),
         extra=extra,
     )
+    size = item_chars(item)
+    if size > rules.max_item_chars:
+        raise InputError(
+            f"{size:,} characters of text in one item; the limit is {rules.max_item_chars:,} "
+            "(raise it with --max-item-chars; memory grows with response claims x chunk text)",
+            record=where,
+            field="(item size)",
+        )
+    return item
+
+
+def item_chars(item: RagItem) -> int:
+    """Characters of text in an item: query, gt_answer, response and every chunk."""
+    chunks = sum(len(c.text) for c in item.retrieved_context or ())
+    return len(item.query) + len(item.gt_answer) + len(item.response) + chunks
 
 
 def iter_items(
@@ -269,17 +360,20 @@ def iter_items(
     column_map: Mapping[str, str] | None = None,
     on_error: str = "raise",
     rejected: list[Rejected] | None = None,
+    rules: RecordRules | None = None,
+    warn: bool = True,
 ) -> Iterator[RagItem]:
     """Stream validated items; duplicate query_ids are an error (or rejected under 'skip').
 
-    Under ``on_error='skip'`` bad records are appended to ``rejected`` instead of raising.
+    Under ``on_error='skip'`` bad records are appended to ``rejected`` instead of raising (and
+    logged once each unless ``warn`` is false: a second pass over the same file stays quiet).
     """
     if on_error not in ("raise", "skip"):
         raise InputError(f"expected 'raise' or 'skip', found {on_error!r}", field="--on-error")
     seen: set[str] = set()
     for locator, raw in iter_raw(path, fmt):
         try:
-            item = validate_record(raw, locator, column_map)
+            item = validate_record(raw, locator, column_map, rules)
             if item.query_id in seen:
                 raise InputError(
                     f"duplicate query_id {item.query_id!r}", record=locator, field="query_id"
@@ -287,7 +381,8 @@ def iter_items(
         except InputError as exc:
             if on_error == "raise":
                 raise
-            logger.warning("skipping %s", exc)
+            if warn:
+                logger.warning("skipping %s", exc)
             if rejected is not None:
                 rejected.append(
                     Rejected(record=exc.record or locator, field=exc.field, reason=exc.reason)

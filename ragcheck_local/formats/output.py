@@ -42,6 +42,13 @@ def check_output(data: Any, record: str | None = None) -> OutputFile:
             record=record,
             field="results",
         )
+    for index, result in enumerate(results):
+        if not isinstance(result, dict):
+            raise InputError(
+                f"expected an object, found {type(result).__name__} {show_value(result)}",
+                record=record,
+                field=f"results[{index}]",
+            )
     return data
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..config import NLIConfig
 from ..errors import InputError, ModelError
 from .cache import MemoryCache
-from .calibration import load_calibration
+from .calibration import METADATA_FILE, load_calibration
 from .verdicts import NEUTRAL_PROBS, Probs, combine
 
 logger = logging.getLogger(__name__)
@@ -344,6 +344,76 @@ def resolve_model_path(model: str) -> str:
     raise ModelError(f"no model directory at {model!r}")
 
 
+def _read_json_file(path: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ModelError(f"cannot read {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"{str(path)!r} must hold a JSON object")
+    return data
+
+
+def _limit_of(tok_limit: Any, positions: Any, model_type: Any) -> int:
+    """The model's input limit from the tokenizer's ``model_max_length`` and the config's
+    ``max_position_embeddings`` (512 when neither says)."""
+    limits = []
+    if isinstance(tok_limit, int) and tok_limit < 100_000:
+        limits.append(tok_limit)
+    if isinstance(positions, int) and positions > 0:
+        # RoBERTa-style models reserve padding_idx + 1 positions.
+        offset = 2 if model_type in ("roberta", "xlm-roberta", "camembert") else 0
+        limits.append(positions - offset)
+    return min(limits) if limits else 512
+
+
+def preflight_model(config: NLIConfig) -> dict[str, Any]:
+    """Check a model directory and the settings against it from its JSON files alone (no
+    torch, no weights loaded), so that a bad ``--nli-model`` or ``--max-length`` exits 2
+    before a run creates any file. Returns what the manifest records about the model."""
+    path = Path(resolve_model_path(config.model_path))
+    hf = _read_json_file(path / "config.json")
+    tok_file = path / "tokenizer_config.json"
+    tok = _read_json_file(tok_file) if tok_file.is_file() else {}
+    columns = label_columns(hf.get("id2label") or {}, config.model_path)
+    limit = _limit_of(
+        tok.get("model_max_length"), hf.get("max_position_embeddings"), hf.get("model_type")
+    )
+    if config.max_length is not None and config.max_length > limit:
+        raise InputError(
+            f"{config.max_length} exceeds the model's limit of {limit}", field="max_length"
+        )
+    if config.calibrate:
+        load_calibration(path)  # a broken ragcheck.json fails now, not after files exist
+    return {
+        "resolved_path": str(path),
+        "max_length": config.max_length if config.max_length is not None else min(limit, 512),
+        "columns": columns,
+        "languages": model_languages(path),
+    }
+
+
+def model_languages(model_dir: str | Path) -> tuple[str, ...] | None:
+    """The languages a model declares: ``ragcheck.json`` ``{"languages": [...]}`` beside the
+    weights, else a ``languages`` list in ``config.json``; None when it declares none (or the
+    files cannot be read: this only decides whether to warn)."""
+    path = Path(model_dir)
+    for name in (METADATA_FILE, "config.json"):
+        file = path / name
+        if not file.is_file():
+            continue
+        try:
+            data = _read_json_file(file)
+        except ModelError:
+            continue
+        langs = data.get("languages")
+        if isinstance(langs, list) and langs and all(isinstance(x, str) for x in langs):
+            return tuple(x.lower() for x in langs)
+    return None
+
+
 class NLIChecker:
     """Scores (premise, claim) pairs with a local sequence-classification NLI model.
 
@@ -371,7 +441,12 @@ class NLIChecker:
         sentence_spans: Callable[[str], list[tuple[int, int]]] | None = None,
         cache: ProbCache | None = None,
         cache_path: str | None = None,
+        dedupe_across_calls: bool = True,
     ) -> None:
+        """``dedupe_across_calls=False`` (the pipeline's choice) keeps no in-memory scores
+        between :meth:`check` calls: a pair is then scored in the batch of the block it belongs
+        to, whichever blocks ran before, so a resumed run reproduces every float bit (batch
+        composition moves probabilities in the 7th decimal)."""
         import torch
         from transformers import AutoConfig, AutoTokenizer
 
@@ -397,8 +472,9 @@ class NLIChecker:
 
             sentence_spans = Segmenter("auto").sentence_spans
         self._sentence_spans = sentence_spans
-        self.cache: ProbCache = MemoryCache() if cache is None else cache
-        # Dedupe across the whole run, not only within one block of items.
+        # Dedupe across the whole run (not only within one block) unless told otherwise.
+        run_wide = MemoryCache() if dedupe_across_calls else None
+        self.cache: ProbCache | None = run_wide if cache is None else cache
         self.stats = {
             "pairs": 0,
             "unique": 0,
@@ -432,16 +508,11 @@ class NLIChecker:
     # -- loading -----------------------------------------------------------------------------
 
     def _max_length(self, hf_config: Any) -> int:
-        limits = []
-        tok_limit = getattr(self.tokenizer, "model_max_length", None)
-        if isinstance(tok_limit, int) and tok_limit < 100_000:
-            limits.append(tok_limit)
-        pos = getattr(hf_config, "max_position_embeddings", None)
-        if isinstance(pos, int) and pos > 0:
-            # RoBERTa-style models reserve padding_idx + 1 positions.
-            offset = 2 if hf_config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
-            limits.append(pos - offset)
-        model_limit = min(limits) if limits else 512
+        model_limit = _limit_of(
+            getattr(self.tokenizer, "model_max_length", None),
+            getattr(hf_config, "max_position_embeddings", None),
+            hf_config.model_type,
+        )
         if self.config.max_length is not None:
             if self.config.max_length > model_limit:
                 raise InputError(
@@ -626,10 +697,12 @@ class NLIChecker:
             for batch in self._batches(lengths):
                 idx = [todo[j] for j in batch]
                 scores[idx] = self._run_batch([keys[i] for i in idx], [pair_ids[j] for j in batch])
-                if self.cache is not None:
-                    self.cache.put_many({cache_keys[i]: tuple(scores[i]) for i in idx})
                 if progress is not None:
                     progress(len(idx))
+            if self.cache is not None:
+                # Once per call, after every batch: a run killed mid-call leaves none of its
+                # scores behind, so a resumed call batches exactly the same pairs again.
+                self.cache.put_many({cache_keys[i]: tuple(scores[i]) for i in todo})
             self.stats["scored"] += len(todo)
         out[:] = scores[slots]
         return out
@@ -717,10 +790,12 @@ class NLIChecker:
                 premise_windows[premise] = self.windows(premise, longest[premise])
         flat: list[tuple[str, str]] = []
         owners: list[tuple[int, int]] = []  # (first flat index, window count) per pair
+        # One string per window, shared by all its pairs (not one slice per pair).
+        window_texts = {p: [p[s:e] for s, e in spans] for p, spans in premise_windows.items()}
         for premise, claim in pairs:
-            spans = premise_windows[premise]
-            owners.append((len(flat), len(spans)))
-            flat.extend((premise[s:e], claim) for s, e in spans)
+            texts = window_texts[premise]
+            owners.append((len(flat), len(texts)))
+            flat.extend((text, claim) for text in texts)
         self.stats["windows"] += len(flat)
         probs = self._score(flat, token_ids, progress)
         window_verdicts: list[str] | None = None

@@ -83,6 +83,13 @@ def worst_queries(
     return scored[:n]
 
 
+def worst_empty_key(report: ReportData, metric: str) -> str:
+    """The i18n key that says why a "worst" list is empty: no values at all, or every query
+    already at the best value."""
+    has_values = any(q.metrics.get(metric) is not None for q in report.queries)
+    return "worst.all_best" if has_values else "worst.none"
+
+
 def css_token(text: str) -> str:
     """A string reduced to characters safe in a class name or id."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", text)

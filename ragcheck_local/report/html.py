@@ -12,7 +12,16 @@ from html import escape
 from typing import Any
 
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL
-from .common import WORST_KEYS, clip, css_token, evidence_text, fmt, page, worst_queries
+from .common import (
+    WORST_KEYS,
+    clip,
+    css_token,
+    evidence_text,
+    fmt,
+    page,
+    worst_empty_key,
+    worst_queries,
+)
 from .data import ClaimView, QueryView, ReportData, prepare
 from .diagnosis import (
     DEFAULT_THRESHOLDS,
@@ -205,7 +214,8 @@ def _worst(report: ReportData, lang: str, n: int) -> str:
         rows = worst_queries(report, metric, high_is_bad=high_is_bad, n=n)
         parts.append(f"<div><h3>{_e(t(lang, f'worst.{metric}'))}</h3>")
         if not rows:
-            parts.append(f'<p class="muted">{_e(t(lang, "worst.none"))}</p></div>')
+            note = t(lang, worst_empty_key(report, metric))
+            parts.append(f'<p class="muted">{_e(note)}</p></div>')
             continue
         parts.append("<ol>")
         for q, value in rows:

@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .common import WORST_KEYS, clip, evidence_text, fmt, md_escape, worst_queries
+from .common import (
+    WORST_KEYS,
+    clip,
+    evidence_text,
+    fmt,
+    md_escape,
+    worst_empty_key,
+    worst_queries,
+)
 from .data import prepare
 from .diagnosis import DEFAULT_THRESHOLDS, WEAKER_PARTS, Assessment, Thresholds, diagnose_prepared
 from .i18n import check_lang, finding_advice, finding_title, metric_label, metric_meaning, t
@@ -97,7 +105,7 @@ def build_markdown(
         rows = worst_queries(report, metric, high_is_bad=high_is_bad, n=worst_n)
         lines += [f"### {t(lang, f'worst.{metric}')}", ""]
         if not rows:
-            lines += [t(lang, "worst.none"), ""]
+            lines += [t(lang, worst_empty_key(report, metric)), ""]
             continue
         lines += [
             f"| # | {t(lang, 'col.query_id')} | {t(lang, 'col.query')} | "
