@@ -163,7 +163,9 @@ class PairEncoder:
         if self._backend is not None:
             encs = self._backend.encode_batch(list(texts), add_special_tokens=False)
             return [np.asarray(e.ids, dtype=np.int64) for e in encs]
-        ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        # Texts over the model's limit are expected here (windows are cut from them later):
+        # verbose=False keeps the tokenizer from warning about "indexing errors" for each one.
+        ids = self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
         return [np.asarray(i, dtype=np.int64) for i in ids]
 
     def pair_length(self, a: np.ndarray, b: np.ndarray) -> int:
@@ -666,7 +668,9 @@ class NLIChecker:
         spans = self._sentence_spans(premise) or [(0, len(premise))]
         units: list[tuple[int, int, int]] = []
         if self._has_offsets:
-            enc = self.tokenizer(premise, add_special_tokens=False, return_offsets_mapping=True)
+            enc = self.tokenizer(
+                premise, add_special_tokens=False, return_offsets_mapping=True, verbose=False
+            )
             offsets = [tuple(o) for o in enc["offset_mapping"]]
         else:
             offsets = []
