@@ -229,7 +229,7 @@ def test_disk_full_exits_2_naming_the_path(
         (["--nli-model", "FILE"], ("is a file",)),
         (["--max-length", "8"], ("max_length", "16")),
         (["--max-length", "4096"], ("max_length", "limit of 128")),
-        (["--lang", "zz"], ("--lang", "zz")),
+        (["--lang", "zz"], ("lang", "zz")),
         (["--block-size", "0"], ("block_size",)),
     ],
 )
