@@ -50,6 +50,8 @@ def test_feature_matrix_shape_and_logs() -> None:
     assert (x[:, FEATURES.index("bias")] == 1).all()
     with pytest.raises(ValueError, match="probability array"):
         feature_matrix(np.ones((2, 2)), ["a", "b"], ["a", "b"])
+    with pytest.raises(ValueError, match="probability array"):
+        feature_matrix(np.ones((3, 3)), ["a", "b"], ["a", "b"])  # one row too many
 
 
 def test_fit_logistic_separates_a_feature_argmax_cannot() -> None:

@@ -71,34 +71,58 @@ def _names(text: str) -> set[str]:
     return {m.group(0).casefold() for m in _NAME_RE.finditer(text.strip())}
 
 
+@dataclass(frozen=True)
+class _TextFacts:
+    """What the features read of one text: content terms, numbers, names, case-folded text."""
+
+    terms: frozenset[str]
+    numbers: frozenset[str]
+    names: frozenset[str]
+    folded: str
+
+
+def _facts(text: str) -> _TextFacts:
+    return _TextFacts(
+        content_terms(text), frozenset(_numbers(text)), frozenset(_names(text)), text.casefold()
+    )
+
+
+def _features(claim: _TextFacts, premise: _TextFacts) -> tuple[float, float, float]:
+    coverage = 1.0
+    if claim.terms:
+        coverage = len(claim.terms & premise.terms) / len(claim.terms)
+    number_mismatch = 1.0 if claim.numbers - premise.numbers else 0.0
+    entity_mismatch = 0.0
+    if claim.names:
+        entity_mismatch = sum(1 for n in claim.names if n not in premise.folded) / len(claim.names)
+    return coverage, number_mismatch, entity_mismatch
+
+
 def pair_features(claim: str, premise: str) -> tuple[float, float, float]:
     """``(coverage, number_mismatch, entity_mismatch)`` of a claim against a premise window."""
-    claim_terms = content_terms(claim)
-    coverage = 1.0
-    if claim_terms:
-        coverage = len(claim_terms & content_terms(premise)) / len(claim_terms)
-    claim_numbers = _numbers(claim)
-    number_mismatch = 1.0 if claim_numbers - _numbers(premise) else 0.0
-    names = _names(claim)
-    entity_mismatch = 0.0
-    if names:
-        folded = premise.casefold()
-        entity_mismatch = sum(1 for n in names if n not in folded) / len(names)
-    return coverage, number_mismatch, entity_mismatch
+    return _features(_facts(claim), _facts(premise))
 
 
 def feature_matrix(probs: np.ndarray, claims: Sequence[str], premises: Sequence[str]) -> np.ndarray:
     """Rows of :data:`FEATURES` for canonical (E, N, C) ``probs`` and their texts."""
     probs = np.asarray(probs, dtype=np.float64)
-    if probs.ndim != 2 or probs.shape[1] != 3 or len(probs) != len(claims) != len(premises):
+    if probs.ndim != 2 or probs.shape[1] != 3 or not len(probs) == len(claims) == len(premises):
         raise ValueError(
             f"need an (n, 3) probability array and n claims and premises, found {probs.shape}, "
             f"{len(claims)}, {len(premises)}"
         )
     out = np.empty((len(probs), len(FEATURES)), dtype=np.float64)
     out[:, :3] = np.log(np.clip(probs, _PROB_FLOOR, 1.0))
+    # Every claim is checked against every window: read each distinct text once, not per pair.
+    facts: dict[str, _TextFacts] = {}
+
+    def read(text: str) -> _TextFacts:
+        if text not in facts:
+            facts[text] = _facts(text)
+        return facts[text]
+
     for i, (claim, premise) in enumerate(zip(claims, premises, strict=True)):
-        out[i, 3:6] = pair_features(claim, premise)
+        out[i, 3:6] = _features(read(claim), read(premise))
     out[:, 6] = 1.0
     return out
 
