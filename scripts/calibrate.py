@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import os
 import sys
@@ -42,6 +41,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+# The Factcheck-GPT split rule and stance mapping are the training data's: one definition.
+from make_grounding_data import (  # noqa: E402
+    STANCE_LABEL,
+    claim_sha1,
+    is_factcheck_eval_dev,
+    read_factcheck,
+)
 
 from ragcheck_local.judge.calibration import (  # noqa: E402
     FEATURES,
@@ -56,12 +64,6 @@ from ragcheck_local.judge.checker import NLIChecker, NLIConfig  # noqa: E402
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 LABEL_IDS = {"entailment": 0, "neutral": 1, "contradiction": 2}
 SICK_LABEL = {"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2}
-FACTCHECK_STANCE = {
-    "completely-support": 0,
-    "partially-support": 1,
-    "refute": 2,
-    "irrelevant": 1,
-}
 
 
 @dataclass(frozen=True)
@@ -73,31 +75,19 @@ class DevSet:
     labels: list[int]
 
 
-def _sha1(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
-
-
-def is_factcheck_dev(claim: str) -> bool:
-    """Factcheck-GPT's fixed dev split (first sha1 hex digit 0-3)."""
-    return _sha1(claim)[0] in "0123"
-
-
 def is_calibration_half(hypothesis: str) -> bool:
     """The half of a dev set that calibration may be fitted on (even last sha1 hex digit)."""
-    return _sha1(hypothesis)[-1] in "02468ace"
+    return claim_sha1(hypothesis)[-1] in "02468ace"
 
 
 def load_factcheck_dev(path: Path) -> DevSet:
-    """Factcheck-GPT dev pairs (completely-support = entailment; see SOURCES.md)."""
-    pairs, labels = [], []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                row = json.loads(line)
-                if is_factcheck_dev(row["claim"]):
-                    pairs.append((row["evidence"], row["claim"]))
-                    labels.append(FACTCHECK_STANCE[row["stance"]])
-    return DevSet("factcheck_dev", pairs, labels)
+    """Factcheck-GPT dev pairs (the training data's stance mapping; see SOURCES.md)."""
+    rows = [r for r in read_factcheck(path) if is_factcheck_eval_dev(r["claim"])]
+    return DevSet(
+        "factcheck_dev",
+        [(r["evidence"], r["claim"]) for r in rows],
+        [LABEL_IDS[STANCE_LABEL[r["stance"]]] for r in rows],
+    )
 
 
 def load_lingnli_val(folder: Path) -> DevSet:
@@ -199,7 +189,7 @@ def cached_features(
     """Feature rows per set, from ``path`` when it was made for the same model and pairs."""
     from ragcheck_local.judge.cache import model_fingerprint
 
-    key = model_fingerprint(model) + ":" + _sha1(json.dumps([d.pairs for d in sets]))
+    key = model_fingerprint(model) + ":" + claim_sha1(json.dumps([d.pairs for d in sets]))
     if path is not None and path.is_file():
         with np.load(path, allow_pickle=False) as data:
             if str(data["key"]) == key:

@@ -19,7 +19,6 @@ rows marked "report half" are the other, so they never score pairs the head was 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
@@ -38,6 +37,7 @@ from calibrate import (  # noqa: E402
     half,
     load_factcheck_dev,
     load_lingnli_val,
+    load_sick,
 )
 from train_nli import locate_snli, read_snli  # noqa: E402
 
@@ -48,7 +48,6 @@ NEUTRAL_ID = VERDICTS.index(NEUTRAL)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "nli-eval"
 LETTER = {"e": 0, "n": 1, "c": 2}
-SICK_LABEL = {"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2}
 SUMMAC_SETS = ("factcc", "polytope", "summeval", "xsumfaith")
 
 
@@ -110,18 +109,6 @@ def balanced_accuracy(gold: Sequence[int], pred: Sequence[int]) -> float:
     gold_a, pred_a = np.asarray(gold), np.asarray(pred)
     recalls = [float((pred_a[gold_a == c] == c).mean()) for c in np.unique(gold_a)]
     return float(np.mean(recalls))
-
-
-def load_sick(path: Path, limit: int | None) -> tuple[list[tuple[str, str]], list[int]]:
-    """SICK TEST split: (sentence_A, sentence_B) pairs with 3-way labels."""
-    pairs, labels = [], []
-    with path.open(encoding="utf-8") as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            if row["SemEval_set"].strip() != "TEST":
-                continue
-            pairs.append((row["sentence_A"], row["sentence_B"]))
-            labels.append(SICK_LABEL[row["entailment_label"].strip()])
-    return pairs[:limit], labels[:limit]
 
 
 def load_anli(path: Path, limit: int | None) -> tuple[list[tuple[str, str]], list[int]]:
@@ -192,9 +179,9 @@ def evaluate_model(
     if not want("SICK"):
         pass
     elif sick.is_file():
-        pairs, labels = load_sick(sick, limit)
-        acc, speed = _accuracy(checker, pairs, labels, windowed=True)
-        rows.append(Row("SICK test", "accuracy", acc, len(pairs), speed))
+        ds = _limit(load_sick(sick, "TEST"), limit)
+        acc, speed = _accuracy(checker, ds.pairs, ds.labels, windowed=True)
+        rows.append(Row("SICK test", "accuracy", acc, len(ds.pairs), speed))
         log(f"SICK test: {acc:.4f}")
     else:
         log(f"skipped SICK: {sick} absent")

@@ -129,7 +129,7 @@ def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path
     ]
     calib = load_calibrate()
     whole = [r for r in rows if r.name == "Factcheck-GPT dev (whole split)"]
-    n_dev = sum(calib.is_factcheck_dev(f"The river number {i} is long.") for i in range(40))
+    n_dev = sum(calib.is_factcheck_eval_dev(f"The river number {i} is long.") for i in range(40))
     assert whole[0].n == n_dev and whole[1].metric == "supported-vs-rest balanced accuracy"
     lingnli = rows[4]
     assert 0 < lingnli.n < 12  # the reporting half only
