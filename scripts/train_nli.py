@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,26 +146,30 @@ def locate_snli(snli_dir: Path | None, cache_dir: Path) -> Path:
     return found
 
 
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line of a JSON Lines file."""
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.strip():
+                yield lineno, json.loads(line)
+
+
 def read_snli(path: Path) -> list[Pair]:
     """Read an SNLI jsonl file; pairs without annotator consensus (gold_label '-') are dropped."""
     if FORBIDDEN_DATA_ROOT in path.resolve().parents:
         raise SystemExit(f"refusing to train/evaluate on project eval data: {path}")
     pairs: list[Pair] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            gold = row.get("gold_label")
-            if gold == "-":
-                continue
-            if gold not in LABEL2ID:
-                raise SystemExit(f"{path}:{lineno}: field gold_label has bad value {gold!r}")
-            premise, hypothesis = row.get("sentence1"), row.get("sentence2")
-            if not isinstance(premise, str) or not isinstance(hypothesis, str):
-                raise SystemExit(f"{path}:{lineno}: sentence1/sentence2 missing or not text")
-            group = str(row.get("captionID") or premise)
-            pairs.append(Pair(premise, hypothesis, LABEL2ID[gold], group))
+    for lineno, row in iter_jsonl(path):
+        gold = row.get("gold_label")
+        if gold == "-":
+            continue
+        if gold not in LABEL2ID:
+            raise SystemExit(f"{path}:{lineno}: field gold_label has bad value {gold!r}")
+        premise, hypothesis = row.get("sentence1"), row.get("sentence2")
+        if not isinstance(premise, str) or not isinstance(hypothesis, str):
+            raise SystemExit(f"{path}:{lineno}: sentence1/sentence2 missing or not text")
+        group = str(row.get("captionID") or premise)
+        pairs.append(Pair(premise, hypothesis, LABEL2ID[gold], group))
     return pairs
 
 
@@ -441,21 +445,17 @@ def parse_spec(spec: str, default: str) -> tuple[Path, str]:
 
 def read_pairs_jsonl(path: Path) -> list[Pair]:
     """Read {premise, hypothesis, label, group} rows (make_grounding_data.py's format)."""
-    if FORBIDDEN_DATA_ROOT in path.resolve().parents and "factcheck" not in path.name:
+    if FORBIDDEN_DATA_ROOT in path.resolve().parents:
         raise SystemExit(f"refusing to train on project eval data: {path}")
     pairs = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            label = row.get("label")
-            if label not in LABEL2ID:
-                raise SystemExit(f"{path}:{lineno}: field label has bad value {label!r}")
-            premise, hypothesis = row.get("premise"), row.get("hypothesis")
-            if not isinstance(premise, str) or not isinstance(hypothesis, str):
-                raise SystemExit(f"{path}:{lineno}: premise/hypothesis missing or not text")
-            pairs.append(Pair(premise, hypothesis, LABEL2ID[label], str(row.get("group", ""))))
+    for lineno, row in iter_jsonl(path):
+        label = row.get("label")
+        if label not in LABEL2ID:
+            raise SystemExit(f"{path}:{lineno}: field label has bad value {label!r}")
+        premise, hypothesis = row.get("premise"), row.get("hypothesis")
+        if not isinstance(premise, str) or not isinstance(hypothesis, str):
+            raise SystemExit(f"{path}:{lineno}: premise/hypothesis missing or not text")
+        pairs.append(Pair(premise, hypothesis, LABEL2ID[label], str(row.get("group", ""))))
     return pairs
 
 
