@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("meta_eval", ROOT / "scripts" / "meta_eval.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["meta_eval"] = module  # dataclasses need the module registered
+    spec.loader.exec_module(module)
+    return module
+
+
+me = load_script()
+
+GOOD = "the nile is the longest river. the nile flows into the sea."
+HALF = "the nile is the longest river. the dog is blue."
+BAD = "the dog is blue. the cat is famous."
+
+
+def row(iid: int, r1: str, r2: str, label: int, gt: str = GOOD) -> dict:
+    return {
+        "instance_id": iid,
+        "query": "what about the nile?",
+        "gt_answer": gt,
+        "model1": {"model_name": "a", "response": r1, "critiques": "x"},
+        "model2": {"model_name": "b", "response": r2, "critiques": "y"},
+        "correctness_label": label,
+        "completeness_label": label,
+        "overall_label": label,
+    }
+
+
+def test_rouge_l_known_values() -> None:
+    assert me.rouge_l("a b c d", "a c d e") == pytest.approx(0.75)
+    assert me.rouge_l("The Nile.", "the nile") == pytest.approx(1.0)
+    assert me.rouge_l("", "the nile") == 0.0
+    assert me.rouge_l("x y", "a b") == 0.0
+    # Order matters (subsequence, not bag of words): "c b a" vs "a b c" shares one token in order.
+    assert me.rouge_l("c b a", "a b c") == pytest.approx(1 / 3)
+
+
+def test_coverage_counts_reference_content_terms() -> None:
+    assert me.coverage("the Nile flows north", "The Nile flows north.") == 1.0
+    assert me.coverage("the Nile", "The Nile flows north.") == pytest.approx(1 / 3)
+    assert math.isnan(me.coverage("anything", "the of and"))
+
+
+def test_normalise_delta_follows_ragchecker() -> None:
+    out = me.normalise_delta([0.0, 1.0, math.nan, 3.0])
+    assert out == pytest.approx([-2.0, -2 / 3, -2 / 3, 2.0])
+    assert list(me.normalise_delta([1.0, 1.0])) == [1.0, 1.0]  # constant: left as it is
+    with pytest.raises(ValueError, match="undefined"):
+        me.normalise_delta([math.nan, math.nan])
+
+
+def test_correlations_match_reference_implementations() -> None:
+    x = [1.0, 2.0, 2.0, 5.0, 3.0, -1.0]
+    y = [2.0, 1.0, 4.0, 4.0, 6.0, 0.0]
+    assert me.pearson(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1])
+    # Spearman = Pearson of average ranks (ties share the mean rank).
+    rx = [2, 3.5, 3.5, 6, 5, 1]
+    ry = [3, 2, 4.5, 4.5, 6, 1]
+    assert me.spearman(x, y) == pytest.approx(np.corrcoef(rx, ry)[0, 1])
+    stats = pytest.importorskip("scipy.stats")
+    assert me.spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0])
+    assert math.isnan(me.pearson([1, 1, 1], [1, 2, 3]))
+    with pytest.raises(ValueError, match="length mismatch"):
+        me.pearson([1, 2], [1, 2, 3])
+
+
+def test_read_instances_groups_annotators_and_names_bad_rows(tmp_path: Path) -> None:
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps([row(0, BAD, GOOD, 2), row(0, BAD, GOOD, 1), row(1, GOOD, BAD, -2)]))
+    insts = me.read_instances(path)
+    assert [(i.instance_id, len(i.labels)) for i in insts] == [("0", 2), ("1", 1)]
+    assert insts[0].responses == (BAD, GOOD)
+    assert insts[0].labels[1]["overall"] == 1
+
+    jsonl = tmp_path / "h.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in [row(0, BAD, GOOD, 2)]) + "\n")
+    assert me.read_instances(jsonl)[0].gt_answer == GOOD
+
+    bad = row(3, BAD, GOOD, 5)
+    path.write_text(json.dumps([bad]))
+    with pytest.raises(
+        ValueError, match=r"row 1 \(instance 3\): field 'correctness_label' .* got 5"
+    ):
+        me.read_instances(path)
+    clash = [row(4, BAD, GOOD, 1), row(4, HALF, GOOD, 1)]
+    path.write_text(json.dumps(clash))
+    with pytest.raises(ValueError, match="row 2: instance 4 differs"):
+        me.read_instances(path)
+    missing = row(5, BAD, GOOD, 1)
+    del missing["model2"]["response"]
+    path.write_text(json.dumps([missing]))
+    with pytest.raises(ValueError, match=r"instance 5\): field 'model2.response'"):
+        me.read_instances(path)
+
+
+def test_end_to_end_engine_tracks_human_preference(tmp_path: Path, lexical_model: Path) -> None:
+    # Humans prefer the response whose claims the gt_answer entails; the lexical stand-in model
+    # entails exactly those, so every engine metric must correlate positively.
+    rows = [
+        row(0, BAD, GOOD, 2),
+        row(0, BAD, GOOD, 1),
+        row(1, GOOD, BAD, -2),
+        row(1, GOOD, BAD, -1),
+        row(2, HALF, GOOD, 1),
+        row(2, HALF, GOOD, 1),
+        row(3, GOOD, HALF, -1),
+        row(3, GOOD, HALF, 0),
+    ]
+    data = tmp_path / "human.json"
+    data.write_text(json.dumps(rows))
+    out = tmp_path / "meta.json"
+    assert (
+        me.main(
+            [str(data), "--model", str(lexical_model), "--set", "nli.device=cpu", "--out", str(out)]
+        )
+        == 0
+    )
+    result = json.loads(out.read_text())
+    assert result["instances"] == 4 and result["labels"] == 8
+    corr = result["correlations"]
+    for label, metric in me.HEADLINE.items():
+        assert corr[label][metric]["pearson"] > 80, (label, corr[label])
+        assert set(corr[label]) == {*me.OUR_METRICS, *me.BASELINES}
+    assert corr["annotator_agreement"]["overall"]["n"] == 4
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_too_few_instances_is_an_error(tmp_path: Path) -> None:
+    data = tmp_path / "human.json"
+    data.write_text(json.dumps([row(0, BAD, GOOD, 1)]))
+    with pytest.raises(SystemExit, match="at least 3 instances"):
+        me.main([str(data)])
