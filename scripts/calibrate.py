@@ -7,7 +7,9 @@ Data (dev splits only, never a training split and never an evaluation's reportin
 * LingNLI validation pairs, calibration half;
 * SICK TRIAL split (the TEST split stays evaluation only);
 * the SNLI validation pairs that ``train_nli.py`` holds out of its training subset (same
-  split seed), so that the head does not trade sentence-pair accuracy for passage checking.
+  split seed), so that the head does not trade sentence-pair accuracy for passage checking;
+* the same SNLI validation claims against other validation pairs' premises, gold neutral
+  (``unrelated_snli_val``): an unrelated chunk must read as no information, not contradiction.
 
 The *calibration half* of a set holds the pairs whose hypothesis has an even last sha1 hex digit
 (:func:`is_calibration_half`); the other half is where ``scripts/eval_nli.py`` reports, so the
@@ -125,6 +127,28 @@ def load_snli_val(cache_dir: Path, n_val: int = 1000, split_seed: int = 13) -> D
     return DevSet("snli_val", [(p.premise, p.hypothesis) for p in val], [p.label for p in val])
 
 
+def unrelated_pairs(pairs: Sequence[tuple[str, str]], shift: int = 997) -> list[tuple[str, str]]:
+    """Each hypothesis with the premise ``shift`` pairs further on (pairs sharing a premise
+    are skipped): deterministic, and neutral by construction."""
+    n = len(pairs)
+    out = []
+    for i, (premise, hypothesis) in enumerate(pairs):
+        other = pairs[(i + shift) % n][0]
+        if other != premise:
+            out.append((other, hypothesis))
+    return out
+
+
+def unrelated_set(ds: DevSet) -> DevSet:
+    """``ds``'s claims against other pairs' premises, all gold neutral (:func:`unrelated_pairs`).
+
+    A retrieved chunk about something else must read as "no information"; without such pairs the
+    head learns from SNLI alone that low claim coverage means contradiction.
+    """
+    pairs = unrelated_pairs(ds.pairs)
+    return DevSet(f"unrelated_{ds.name}", pairs, [LABEL_IDS["neutral"]] * len(pairs))
+
+
 def half(ds: DevSet, calibration: bool) -> DevSet:
     """The calibration (or reporting) half of a dev set."""
     keep = [i for i, (_, h) in enumerate(ds.pairs) if is_calibration_half(h) == calibration]
@@ -240,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     calib_sets = [half(ds, True) for ds in full]
     calib_sets.append(load_sick(data / "nli-eval" / "sick" / "SICK.txt", "TRIAL"))
     if not a.no_snli:
-        calib_sets.append(load_snli_val(a.snli_cache))
+        snli_val = load_snli_val(a.snli_cache)
+        calib_sets += [snli_val, unrelated_set(snli_val)]
     report_sets = [half(ds, False) for ds in full]
     if a.limit:
         calib_sets = [DevSet(d.name, d.pairs[: a.limit], d.labels[: a.limit]) for d in calib_sets]

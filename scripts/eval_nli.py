@@ -38,6 +38,7 @@ from calibrate import (  # noqa: E402
     load_factcheck_dev,
     load_lingnli_val,
     load_sick,
+    unrelated_pairs,
 )
 from train_nli import locate_snli, read_snli  # noqa: E402
 
@@ -90,18 +91,6 @@ def _predict(
 def supported_balanced_accuracy(gold: Sequence[int], pred: Sequence[int]) -> float:
     """Balanced accuracy of entailment (supported) vs the rest."""
     return balanced_accuracy([int(g == 0) for g in gold], [int(p == 0) for p in pred])
-
-
-def unrelated_pairs(pairs: Sequence[tuple[str, str]], shift: int = 997) -> list[tuple[str, str]]:
-    """Each hypothesis with the premise ``shift`` pairs further on (pairs sharing a premise
-    are skipped): deterministic, and neutral by construction."""
-    n = len(pairs)
-    out = []
-    for i, (premise, hypothesis) in enumerate(pairs):
-        other = pairs[(i + shift) % n][0]
-        if other != premise:
-            out.append((other, hypothesis))
-    return out
 
 
 def balanced_accuracy(gold: Sequence[int], pred: Sequence[int]) -> float:

@@ -162,14 +162,15 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     from ragcheck_local.judge.checker import NLIChecker, NLIConfig
 
     calib = load_calibrate()
-    _, data = make_data(tmp_path)
+    snli, data = make_data(tmp_path)
     model = tmp_path / "model"
     shutil.copytree(tiny_bert, model)
     (model / "ragcheck.json").write_text(json.dumps({"languages": ["en"]}))
     report = tmp_path / "report.json"
     feats = tmp_path / "features.npz"
     args = ["--model", str(model), "--data-dir", str(tmp_path), "--device", "cpu", "--write",
-            "--json", str(report), "--features", str(feats)]  # fmt: skip
+            "--json", str(report), "--features", str(feats),
+            "--snli-cache", str(snli)]  # fmt: skip  # hermetic: never the user's SNLI cache
     assert calib.main(args) == 0
     assert feats.is_file()
     first = report.read_text()
@@ -180,6 +181,7 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     head = load_calibration(model)
     assert head is not None and "sick_trial (3 pairs, weight 1)" in head.fitted_on
     assert "factcheck_dev_calib" in head.fitted_on and "weight 2" in head.fitted_on
+    assert "snli_val (" in head.fitted_on and "unrelated_snli_val (" in head.fitted_on
     sets = set(json.loads(report.read_text())["report"])
     assert {"factcheck_dev_calib", "factcheck_dev_report", "lingnli_val_calib"} <= sets
     # The fitted and the reporting halves never share a pair.
@@ -211,3 +213,12 @@ def test_balanced_accuracy() -> None:
     module = load_script()
     assert module.balanced_accuracy([1, 1, 1, 0], [1, 1, 1, 1]) == 0.5
     assert module.balanced_accuracy([1, 0, 0, 0], [1, 0, 0, 1]) == (1 + 2 / 3) / 2
+
+
+def test_unrelated_set_is_all_neutral_and_keeps_no_premise() -> None:
+    calib = load_calibrate()
+    ds = calib.DevSet("snli_val", [("p1", "h1"), ("p2", "h2"), ("p3", "h3")], [0, 2, 1])
+    out = calib.unrelated_set(ds)
+    assert out.name == "unrelated_snli_val"
+    assert out.labels == [calib.LABEL_IDS["neutral"]] * len(out.pairs) and out.pairs
+    assert all((p, h) not in ds.pairs for p, h in out.pairs)
