@@ -210,19 +210,31 @@ def _checker(model: str, device: str) -> NLIChecker:
 def cached_features(
     path: Path | None, model: str, sets: Sequence[DevSet], device: str
 ) -> dict[str, np.ndarray]:
-    """Feature rows per set, from ``path`` when it was made for the same model and pairs."""
+    """Feature rows per set; a set's rows come from ``path`` when they were made for the same
+    model and the same pairs (keyed per set, so adding a set recomputes only that set)."""
     from ragcheck_local.judge.cache import model_fingerprint
 
-    key = model_fingerprint(model) + ":" + claim_sha1(json.dumps([d.pairs for d in sets]))
+    fingerprint = model_fingerprint(model)
+    keys = {d.name: fingerprint + ":" + claim_sha1(json.dumps(d.pairs)) for d in sets}
+    stored: dict[str, np.ndarray] = {}
     if path is not None and path.is_file():
         with np.load(path, allow_pickle=False) as data:
-            if str(data["key"]) == key:
-                return {d.name: data[d.name] for d in sets}
-        print(f"{path} was made for another model or other pairs: recomputing")
-    checker = _checker(model, device)
-    feats = {d.name: window_features(checker, d) for d in sets}
-    if path is not None:
-        np.savez(path, key=np.asarray(key), **feats)
+            stored = {k: data[k] for k in data.files}
+    feats: dict[str, np.ndarray] = {}
+    checker: NLIChecker | None = None
+    for d in sets:
+        if f"key:{d.name}" in stored and str(stored[f"key:{d.name}"]) == keys[d.name]:
+            feats[d.name] = stored[d.name]
+            continue
+        print(f"features for {d.name} ({len(d.pairs)} pairs)", flush=True)
+        checker = checker or _checker(model, device)
+        feats[d.name] = window_features(checker, d)
+        stored[d.name] = feats[d.name]
+        stored[f"key:{d.name}"] = np.asarray(keys[d.name])
+        if path is not None:  # after every set: an interrupted run keeps what it computed
+            tmp = path.with_name(path.name + ".tmp.npz")
+            np.savez(tmp, **stored)
+            os.replace(tmp, path)
     return feats
 
 
