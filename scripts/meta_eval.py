@@ -326,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "%d instances, %d annotator labels; model %s",
         len(instances),
         sum(len(i.labels) for i in instances),
-        config.nli.model,
+        config.nli.model_path,
     )
     scores = engine_scores(
         instances,
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data": str(args.data),
         "instances": len(instances),
         "labels": sum(len(i.labels) for i in instances),
-        "model": str(config.nli.model),
+        "model": config.nli.model_path,
         "calibrate": config.nli.calibrate,
         "correlations": correlations(instances, scores),
     }
