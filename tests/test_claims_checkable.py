@@ -509,3 +509,23 @@ def test_build_extractor_passes_mode_and_parser() -> None:
         "Einstein was born in 1879.",
         "Einstein died in 1955.",
     ]
+
+
+def test_term_item_with_this_and_a_verb() -> None:
+    text = (
+        "Corpora can also be built with techniques such as:\n\n"
+        "1. **Automatic data generation**: This involves generating text with language models.\n"
+        "2. **Filtering**: This method is applied after crawling.\n"
+        "3. **Series data**: This series includes books.\n\n"
+        "The corpus is large. This shows that size matters.\n"
+    )
+    texts = [c.text for c in _extract(text)]
+    assert texts == [
+        "Automatic data generation involves generating text with language models.",
+        # "This method …", "This series …": determiners, their noun is the subject.
+        "Filtering: This method is applied after crawling.",
+        "Series data: This series includes books.",
+        "The corpus is large.",
+        # After a sentence "This" stands for the whole statement: kept as written.
+        "This shows that size matters.",
+    ]

@@ -582,6 +582,26 @@ _PERSON_PRONOUNS = frozenset({"He", "She", "His", "Her"})
 _DEMONSTRATIVES = frozenset({"This", "These", "That", "Those"})
 _STATEMENT_PRONOUNS = frozenset({"This", "That"})
 _PRONOUN_RE = re.compile(r"(It|They|He|She|This|These|That|Those|Its|Their|His|Her)\s+(\S+)")
+# Nouns ending in -s that follow "This"/"That" as determiners ("This series is …").
+_S_NOUNS = frozenset(
+    "series species news means physics mathematics economics ethics genus status basis "
+    "analysis thesis bus gas lens class process access success address bias canvas".split()
+)
+
+
+def _singular_verb(pronoun: str, word: str) -> bool:
+    """Whether ``word`` after "This"/"That" reads as a 3rd-person verb ("This involves …")."""
+    return (
+        pronoun in ("This", "That")
+        and word.isalpha()
+        and word.islower()
+        and len(word) > 3
+        and word.endswith("s")
+        and not word.endswith(("ss", "us", "is"))
+        and word not in _S_NOUNS
+    )
+
+
 _PRONOUN_WORDS = frozenset(
     w.casefold() for w in (*_SUBJECT_PRONOUNS, *_POSSESSIVE_PRONOUNS, "we", "you", "i", "our")
 )
@@ -749,7 +769,7 @@ class RuleAnalyzer:
         pronoun, after = match.group(1), _norm(match.group(2))
         if pronoun == "It" and _is_expletive(claim):
             return None
-        if pronoun in _DEMONSTRATIVES and after not in _AUX:
+        if pronoun in _DEMONSTRATIVES and after not in _AUX and not _singular_verb(pronoun, after):
             return None  # "This method is …": a determiner, its noun names the subject
         return pronoun
 
