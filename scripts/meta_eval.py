@@ -317,6 +317,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--preset", default="default", help="config preset (default: default)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     p.add_argument("--limit", type=int, default=0, help="first N instances only (0: all)")
+    p.add_argument(
+        "--ids", default="", help="comma-separated instance_ids to keep (a reproducible subset)"
+    )
     p.add_argument("--block", type=int, default=16, help="items per engine block")
     p.add_argument("--out", type=Path, default=None, help="write the full result as JSON here")
     return p.parse_args(argv)
@@ -328,6 +331,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ragcheck_local.config import build_config
 
     instances = read_instances(args.data)
+    if args.ids:
+        wanted = [i.strip() for i in args.ids.split(",") if i.strip()]
+        known = {inst.instance_id for inst in instances}
+        missing = [i for i in wanted if i not in known]
+        if missing:
+            raise SystemExit(f"--ids: instance_id(s) not in {args.data}: {', '.join(missing)}")
+        instances = [inst for inst in instances if inst.instance_id in set(wanted)]
     if args.limit:
         instances = instances[: args.limit]
     if len(instances) < 3:

@@ -164,3 +164,12 @@ def test_soft_scores_average_entailment_and_mark_missing_as_nan() -> None:
         )["f1_soft"]
         == 0.0
     )
+
+
+def test_ids_select_a_subset_and_unknown_ids_fail(tmp_path: Path) -> None:
+    data = tmp_path / "human.json"
+    data.write_text(json.dumps([row(i, BAD, GOOD, 1) for i in range(4)]))
+    with pytest.raises(SystemExit, match=r"not in .*: 9"):
+        me.main([str(data), "--ids", "1,9"])
+    with pytest.raises(SystemExit, match="at least 3 instances to correlate, got 2"):
+        me.main([str(data), "--ids", "1, 2"])
