@@ -182,6 +182,7 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     assert head is not None and "sick_trial (3 pairs, weight 1)" in head.fitted_on
     assert "factcheck_dev_calib" in head.fitted_on and "weight 2" in head.fitted_on
     assert "snli_val (" in head.fitted_on and "unrelated_snli_val (" in head.fitted_on
+    assert "weight 0)" in head.fitted_on  # the unrelated-premise set is reported, not fitted
     sets = set(json.loads(report.read_text())["report"])
     assert {"factcheck_dev_calib", "factcheck_dev_report", "lingnli_val_calib"} <= sets
     # The fitted and the reporting halves never share a pair.
