@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
@@ -97,9 +98,8 @@ def read_instances(path: Path) -> list[Instance]:
             fields[key] = row[key]
         responses = []
         for side in ("model1", "model2"):
-            response = (
-                (row.get(side) or {}).get("response") if isinstance(row.get(side), dict) else None
-            )
+            model = row.get(side)
+            response = model.get("response") if isinstance(model, dict) else None
             if not isinstance(response, str):
                 raise ValueError(
                     f"{where} (instance {iid}): field '{side}.response' must be a string"
@@ -116,9 +116,7 @@ def read_instances(path: Path) -> list[Instance]:
                 f"{where}: instance {iid} differs from its earlier row in gt_answer or responses"
             )
         else:
-            grouped[iid] = Instance(
-                iid, seen.query, seen.gt_answer, seen.responses, (*seen.labels, labels)
-            )
+            grouped[iid] = dataclasses.replace(seen, labels=(*seen.labels, labels))
     return list(grouped.values())
 
 
@@ -193,13 +191,17 @@ def correlations(
     instances: Sequence[Instance], scores: dict[str, Sequence[tuple[float, float]]]
 ) -> dict[str, Any]:
     """Pearson/Spearman (×100) of each metric's normalised delta with each human label."""
+    # A metric's prediction does not depend on the human label: scale it once, repeated for
+    # each annotator's label of its instance.
+    preds = {}
+    for name, pairs in scores.items():
+        delta = normalise_delta([s2 - s1 for s1, s2 in pairs])
+        preds[name] = [delta[i] for i, inst in enumerate(instances) for _ in inst.labels]
     out: dict[str, Any] = {}
     for label in HUMAN_LABELS:
         human = [lab[label] for inst in instances for lab in inst.labels]
         per_metric = {}
-        for name, pairs in scores.items():
-            delta = normalise_delta([s2 - s1 for s1, s2 in pairs])
-            pred = [delta[i] for i, inst in enumerate(instances) for _ in inst.labels]
+        for name, pred in preds.items():
             per_metric[name] = {
                 "pearson": round(100 * pearson(pred, human), 2),
                 "spearman": round(100 * spearman(pred, human), 2),
@@ -328,7 +330,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = parse_args(argv)
-    from ragcheck_local.config import build_config
+    from ragcheck_local.config import build_config, parse_set
 
     instances = read_instances(args.data)
     if args.ids:
@@ -347,11 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides: dict[str, Any] = {"run.metrics": "precision,recall,f1", "progress": False}
     if args.model:
         overrides["nli_model"] = args.model
-    for spec in args.sets:
-        key, sep, value = spec.partition("=")
-        if not sep:
-            raise SystemExit(f"--set {spec!r}: expected SECTION.FIELD=VALUE")
-        overrides[key] = value
+    overrides.update(parse_set(args.sets))
     config = build_config(args.preset, overrides)
     log.info(
         "%d instances, %d annotator labels; model %s",
