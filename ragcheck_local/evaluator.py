@@ -21,7 +21,9 @@ from .formats.input import item_to_dict
 from .judge.verdicts import NEUTRAL_PROBS, combine
 from .metrics import (
     ANSWER2RESPONSE,
+    ANSWER2RESPONSE_SUPPORT,
     RESPONSE2ANSWER,
+    RESPONSE2ANSWER_SUPPORT,
     RETRIEVED2ANSWER,
     RETRIEVED2RESPONSE,
     CheckingMatrices,
@@ -112,7 +114,7 @@ class Evaluator:
         >>> [result] = evaluator.evaluate_block([item])
         >>> result["response_claims"], len(result["retrieved2response"])
         (['The Nile flows north.'], 1)
-        >>> list(result["metrics"])
+        >>> list(result["metrics"])[:3]
         ['faithfulness', 'contradiction_rate', 'unsupported_rate']
         >>> result["answer2response"] is None  # faithfulness needs no check against a gt_answer
         True
@@ -328,13 +330,23 @@ class Evaluator:
                 return None
             return [[results[i].verdict if i is not None else NEUTRAL for i in r] for r in indices]
 
+        def support(indices: Row | None) -> list[float] | None:
+            # A pair with no forward pass (empty response) supports nothing: 0.
+            if indices is None:
+                return None
+            return [round(results[i].support, 6) if i is not None else 0.0 for i in indices]
+
         matrices = {
             ANSWER2RESPONSE: row(plan.answer2response),
             RESPONSE2ANSWER: row(plan.response2answer),
             RETRIEVED2RESPONSE: grid(plan.retrieved2response),
             RETRIEVED2ANSWER: grid(plan.retrieved2answer),
         }
-        m = CheckingMatrices.from_lists(**matrices)
+        supports = {
+            ANSWER2RESPONSE_SUPPORT: support(plan.answer2response),
+            RESPONSE2ANSWER_SUPPORT: support(plan.response2answer),
+        }
+        m = CheckingMatrices.from_lists(**matrices, **supports)
         values = item_metrics(
             m, with_extras(self.metrics), empty_policy=self.config.run.empty_policy
         )
@@ -342,6 +354,7 @@ class Evaluator:
         out["response_claims"] = [c.text for c in rc]
         out["gt_answer_claims"] = [c.text for c in ac]
         out.update(matrices)
+        out.update(supports)
         out["metrics"] = values
         out["claim_details"] = {
             "response": _details(
@@ -389,6 +402,7 @@ def _details(
             i = ref_row[k]
             entry[f"{ref}_verdict"] = results[i].verdict if i is not None else NEUTRAL
             entry[f"{ref}_probs"] = _probs(results[i].probs if i is not None else NEUTRAL_PROBS)
+            entry[f"{ref}_support"] = round(results[i].support, 6) if i is not None else 0.0
         else:
             entry[f"{ref}_verdict"] = None
         rows.append(entry)

@@ -9,7 +9,8 @@ of an instance (two annotators) share everything but the labels.
 
 For every instance both responses are scored against the gt_answer with the engine
 (precision, recall, f1: the answer→response and response→answer checks, no retrieval; and
-their soft variants, mean p(entailment) instead of verdicts), and
+soft_precision, soft_recall, soft_f1: the judge's calibrated P(entailment) per claim instead of
+its verdict), and
 with the baselines ROUGE-L F1 and content-word coverage of the gt_answer. As in RAGChecker's
 ``meta_eval.py``, a metric's prediction is ``metric(model2) - metric(model1)``, min-max scaled
 to [-2, 2] with undefined values set to the median, repeated for each annotator's label, and
@@ -48,7 +49,7 @@ log = logging.getLogger("meta_eval")
 
 HUMAN_LABELS = ("correctness", "completeness", "overall")
 OUR_METRICS = ("precision", "recall", "f1")
-SOFT_METRICS = ("precision_soft", "recall_soft", "f1_soft")
+SOFT_METRICS = ("soft_precision", "soft_recall", "soft_f1")
 BASELINES = ("rouge_l", "coverage")
 # RAGChecker compares each human dimension with the metric meant to measure it.
 HEADLINE = {"correctness": "precision", "completeness": "recall", "overall": "f1"}
@@ -236,7 +237,8 @@ def engine_scores(
     block: int = 16,
     on_block: Callable[[int], None] | None = None,
 ) -> dict[str, list[tuple[float, float]]]:
-    """Precision, recall and f1 of both responses of every instance against its gt_answer."""
+    """Precision, recall and f1 (hard and soft) of both responses of every instance against
+    its gt_answer."""
     from ragcheck_local.evaluator import Evaluator
     from ragcheck_local.records import RagItem
 
@@ -252,32 +254,18 @@ def engine_scores(
     for start in range(0, len(items), block):
         for result in evaluator.evaluate_block(items[start : start + block]):
             metrics = result["metrics"]
-            row = {
-                m: math.nan if metrics.get(m) is None else float(metrics[m]) for m in OUR_METRICS
-            }
-            row.update(soft_scores(result["claim_details"]))
-            values.append(row)
+            values.append(
+                {
+                    m: math.nan if metrics.get(m) is None else float(metrics[m])
+                    for m in (*OUR_METRICS, *SOFT_METRICS)
+                }
+            )
         if on_block:
             on_block(min(start + block, len(items)))
     return {
         m: [(values[2 * i][m], values[2 * i + 1][m]) for i in range(len(instances))]
         for m in (*OUR_METRICS, *SOFT_METRICS)
     }
-
-
-def soft_scores(details: dict[str, list[dict[str, Any]]]) -> dict[str, float]:
-    """Mean p(entailment) instead of hard verdicts: response claims against the gt_answer
-    (soft precision), gt_answer claims against the response (soft recall), and their F1."""
-
-    def mean_entailment(rows: list[dict[str, Any]], key: str) -> float:
-        probs = [r[key]["entailment"] for r in rows if r.get(key)]
-        return float(np.mean(probs)) if probs else math.nan
-
-    p = mean_entailment(details.get("response") or [], "answer_probs")
-    r = mean_entailment(details.get("gt_answer") or [], "response_probs")
-    if math.isnan(p) or math.isnan(r):
-        return {"precision_soft": p, "recall_soft": r, "f1_soft": math.nan}
-    return {"precision_soft": p, "recall_soft": r, "f1_soft": 2 * p * r / (p + r) if p + r else 0.0}
 
 
 def baseline_scores(instances: Iterable[Instance]) -> dict[str, list[tuple[float, float]]]:
@@ -294,7 +282,7 @@ def headline_table(result: dict[str, Any]) -> str:
     """Markdown table (Pearson / Spearman): the engine's matching metric, its soft variant and
     the baselines against each human label."""
     lines = [
-        "| human label | engine metric | engine | soft (mean p(e)) | ROUGE-L | coverage |",
+        "| human label | engine metric | engine | soft | ROUGE-L | coverage |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for label, metric in HEADLINE.items():
@@ -304,7 +292,7 @@ def headline_table(result: dict[str, Any]) -> str:
             return f"{row[name]['pearson']:.1f} / {row[name]['spearman']:.1f}"
 
         lines.append(
-            f"| {label} | {metric} | {cell(metric)} | {cell(metric + '_soft')} "
+            f"| {label} | {metric} | {cell(metric)} | {cell('soft_' + metric)} "
             f"| {cell('rouge_l')} | {cell('coverage')} |"
         )
     return "\n".join(lines)

@@ -132,3 +132,38 @@ def test_checker_applies_shipped_calibration_and_keeps_model_probs(
     assert calibrated[0].verdict == "Entailment"
     assert calibrated[1].verdict != "Entailment"
     assert [r.probs for r in calibrated] == [r.probs for r in plain]
+    # Support: the model's p(entailment) without a head, the head's P(Entailment) with one.
+    assert [r.support for r in plain] == [r.probs[0] for r in plain]
+    expected = _head().probabilities(
+        np.array([r.probs for r in plain]), [c for _, c in pairs], [p for p, _ in pairs]
+    )[:, 0]
+    assert [r.support for r in calibrated] == pytest.approx(expected)
+    assert calibrated[0].support > 0.99 > 0.01 > calibrated[1].support
+
+
+def test_calibrated_probabilities_are_a_distribution_whose_argmax_is_the_verdict() -> None:
+    head = _head()
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=40)
+    claims = ["the cat sat", "a dog ran far", "tokyo has 14 million people", "it rains"] * 10
+    premises = ["the cat sat on the mat"] * 20 + ["tokyo has 13 million people"] * 20
+    out = head.probabilities(probs, claims, premises)
+    assert out.shape == (40, 3) and np.allclose(out.sum(axis=1), 1.0)
+    assert ((out >= 0) & (out <= 1)).all()
+    verdicts = head.verdicts(probs, claims, premises)
+    assert verdicts == [["Entailment", "Neutral", "Contradiction"][i] for i in out.argmax(axis=1)]
+    assert head.probabilities(np.zeros((0, 3)), [], []).shape == (0, 3)
+
+
+def test_support_is_the_best_window(lexical_model: Path) -> None:
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig
+
+    checker = NLIChecker(NLIConfig(model=str(lexical_model), device="cpu"))
+    filler = " ".join(f"the {w} is in the city." for w in ("dog", "cat", "man", "flag") * 12)
+    premise = filler + " the nile flows into the sea."
+    found, missing = checker.check(
+        [(premise, "the nile flows into the sea."), (premise, "paris is in france.")]
+    )
+    assert found.n_windows > 1 and found.window == found.n_windows - 1
+    # The lexical model gives 0.9 to the window that holds the claim, 0.1 to every other.
+    assert found.support == pytest.approx(0.9) and missing.support == pytest.approx(0.1)

@@ -23,6 +23,9 @@ from ragcheck_local.metrics import (
 
 E, N, C = "Entailment", "Neutral", "Contradiction"
 EVERY = ALL_METRICS + EXTRA_METRICS
+SOFT = ("soft_precision", "soft_recall", "soft_f1")
+HARD = tuple(m for m in EVERY if m not in SOFT)
+"""The verdict metrics (the soft ones need support rows, which most fixtures here lack)."""
 
 
 def matrices(a2r=None, r2a=None, ret2r=None, ret2a=None) -> CheckingMatrices:
@@ -40,11 +43,13 @@ def matrices(a2r=None, r2a=None, ret2r=None, ret2a=None) -> CheckingMatrices:
 #      c0 contradicts it, but an entailing chunk wins              -> not a contradiction
 #   r3 wrong, no chunk entails it, c0 contradicts it               -> hallucination, contradiction
 #   r4 correct, no chunk entails or contradicts it                 -> self-knowledge, unsupported
-RICH = matrices(
-    a2r=(E, N, C, N, E),
-    r2a=(E, E, N),
-    ret2r=((E, N, N), (N, N, E), (C, E, E), (C, N, N), (N, N, N)),
-    ret2a=((E, N, N), (N, N, C), (N, E, N)),
+RICH = CheckingMatrices(
+    answer2response=(E, N, C, N, E),
+    response2answer=(E, E, N),
+    retrieved2response=((E, N, N), (N, N, E), (C, E, E), (C, N, N), (N, N, N)),
+    retrieved2answer=((E, N, N), (N, N, C), (N, E, N)),
+    answer2response_support=(0.9, 0.4, 0.1, 0.2, 0.8),
+    response2answer_support=(1.0, 0.7, 0.1),
 )
 RICH_EXPECTED = {
     "precision": 2 / 5,
@@ -60,6 +65,9 @@ RICH_EXPECTED = {
     "faithfulness": 3 / 5,
     "contradiction_rate": 1 / 5,
     "unsupported_rate": 1 / 5,
+    "soft_precision": 2.4 / 5,
+    "soft_recall": 1.8 / 3,
+    "soft_f1": 2 * 0.48 * 0.6 / (0.48 + 0.6),
 }
 
 
@@ -187,14 +195,14 @@ def test_no_chunks_skip_policy_keeps_real_zeros() -> None:
 
 def test_no_claims_and_no_chunks() -> None:
     m = matrices(a2r=(), r2a=(), ret2r=(), ret2a=())
-    assert set(item_metrics(m).values()) == {0.0}
+    assert set(item_metrics(m, HARD).values()) == {0.0}
     assert set(item_metrics(m, empty_policy="skip").values()) == {None}
 
 
 @pytest.mark.parametrize("policy", ["zero", "skip"])
 def test_all_neutral(policy: str) -> None:
     v = item_metrics(ALL_NEUTRAL, empty_policy=policy)
-    for metric in EVERY:
+    for metric in HARD:
         if metric == "context_utilization":
             assert v[metric] == (0.0 if policy == "zero" else None)
         elif metric in ("hallucination", "unsupported_rate"):
@@ -205,7 +213,7 @@ def test_all_neutral(policy: str) -> None:
 
 def test_all_contradiction_counts_as_not_entailed() -> None:
     v = item_metrics(ALL_CONTRADICTION)
-    for metric in EVERY:
+    for metric in HARD:
         if metric in ("hallucination", "contradiction_rate"):
             assert v[metric] == 1.0, metric
         else:
@@ -263,6 +271,9 @@ def test_requirements_table_is_ragcheckers() -> None:
         "faithfulness": {ret2r},
         "contradiction_rate": {ret2r},
         "unsupported_rate": {ret2r},
+        "soft_precision": {a2r},
+        "soft_recall": {r2a},
+        "soft_f1": {a2r, r2a},
     }
 
 
@@ -272,7 +283,13 @@ def test_groups() -> None:
     assert METRIC_GROUPS["overall_metrics"] == ("precision", "recall", "f1")
     assert METRIC_GROUPS["retriever_metrics"] == ("claim_recall", "context_precision")
     assert len(METRIC_GROUPS["generator_metrics"]) == 6
-    assert EXTRA_METRICS == ("contradiction_rate", "unsupported_rate")
+    assert EXTRA_METRICS == (
+        "contradiction_rate",
+        "unsupported_rate",
+        "soft_precision",
+        "soft_recall",
+        "soft_f1",
+    )
 
 
 def test_resolve_metrics() -> None:
@@ -301,7 +318,11 @@ def test_required_checks() -> None:
     assert required_checks(resolve_metrics(["faithfulness"])) == {"retrieved2response"}
     assert required_checks(["overall_metrics"]) == {"answer2response", "response2answer"}
     assert required_checks(["retriever_metrics"]) == {"retrieved2answer"}
-    assert required_checks(["extra_metrics"]) == {"retrieved2response"}
+    assert required_checks(["extra_metrics"]) == {
+        "retrieved2response",
+        "answer2response",
+        "response2answer",
+    }
     assert required_checks(["all_metrics"]) == {
         "answer2response",
         "response2answer",
@@ -485,3 +506,79 @@ def test_metric_table_gives_aggregates_numbers_in_8_bytes_per_value() -> None:
     empty = MetricTable(names)
     empty.add(dict.fromkeys(names))
     assert aggregate_table(empty, names)["overall"]["precision"] is None
+
+
+# -- soft metrics (support rows) ----------------------------------------------------------------
+
+
+def test_soft_metrics_need_support_rows() -> None:
+    # RAGChecker's own output has verdicts only: the soft metrics are unknown, never 0.
+    v = item_metrics(matrices(a2r=(E, N), r2a=(E,)))
+    assert v["precision"] == 0.5 and v["soft_precision"] is None and v["soft_f1"] is None
+
+
+def test_soft_metrics_count_support_not_verdicts() -> None:
+    # Same verdicts, different supports: the hard metrics agree, the soft ones do not.
+    base = dict(
+        answer2response=(N, N), response2answer=(E,), retrieved2response=None, retrieved2answer=None
+    )
+    low = CheckingMatrices(
+        **base, answer2response_support=(0.1, 0.2), response2answer_support=(1.0,)
+    )
+    high = CheckingMatrices(
+        **base, answer2response_support=(0.4, 0.4), response2answer_support=(1.0,)
+    )
+    lo, hi = item_metrics(low), item_metrics(high)
+    assert lo["precision"] == hi["precision"] == 0.0
+    assert lo["soft_precision"] == pytest.approx(0.15) and hi["soft_precision"] == pytest.approx(
+        0.4
+    )
+    assert hi["soft_f1"] == pytest.approx(2 * 0.4 / 1.4)
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("zero", 0.0), ("skip", None)])
+def test_soft_metrics_empty_policy(policy: str, expected: float | None) -> None:
+    m = CheckingMatrices((), (E,), None, None, (), (0.5,))
+    v = item_metrics(m, empty_policy=policy)
+    assert v["soft_precision"] == expected and v["precision"] == expected
+    assert v["soft_recall"] == 0.5
+    assert v["soft_f1"] == (0.0 if policy == "zero" else None)
+
+
+@pytest.mark.parametrize(
+    ("support", "match"),
+    [
+        ((0.5, 1.5), "1.5 at index 1 is not a probability"),
+        ((0.5, True), "True at index 1"),
+        ((0.5, "0.2"), "at index 1 is not a probability"),
+        ((0.5,), "1 supports but 2 verdicts in answer2response"),
+    ],
+)
+def test_support_row_validation_names_record_and_field(support: tuple, match: str) -> None:
+    result = {
+        "query_id": "q7",
+        "answer2response": [E, N],
+        "answer2response_support": list(support),
+    }
+    with pytest.raises(ValueError, match=match) as info:
+        CheckingMatrices.from_result(result)
+    assert "q7" in str(info.value) and "answer2response_support" in str(info.value)
+
+
+def test_support_row_without_verdict_row_is_an_error() -> None:
+    with pytest.raises(ValueError, match="1 supports but none verdicts"):
+        CheckingMatrices(None, None, None, None, None, (0.5,))
+
+
+def test_from_result_reads_support_rows() -> None:
+    result = {
+        "query_id": "q1",
+        "answer2response": [E, N],
+        "response2answer": [N],
+        "answer2response_support": [0.75, 0.25],
+        "response2answer_support": [0.2],
+    }
+    m = CheckingMatrices.from_result(result)
+    assert m.answer2response_support == (0.75, 0.25)
+    v = item_metrics(m, ["soft_precision", "soft_recall"])
+    assert v == {"soft_precision": 0.5, "soft_recall": pytest.approx(0.2)}

@@ -78,6 +78,13 @@ def test_end_to_end_matrices_and_metrics(tmp_path: Path, lexical_model: Path) ->
     assert m["contradiction_rate"] == pytest.approx(1 / 3)
     assert m["unsupported_rate"] == pytest.approx(1 / 3)
     assert m["hallucination"] == pytest.approx(2 / 3)
+    # Support rows (the lexical model's p(entailment), no calibration): the soft metrics.
+    assert a["answer2response_support"] == pytest.approx([0.9, 0.1, 0.1])
+    assert a["response2answer_support"] == pytest.approx([0.9, 0.1])
+    assert m["soft_precision"] == pytest.approx(1.1 / 3)
+    assert m["soft_recall"] == pytest.approx(0.5)
+    assert m["soft_f1"] == pytest.approx(2 * (1.1 / 3) * 0.5 / (1.1 / 3 + 0.5))
+    assert b["answer2response_support"] is None and b["metrics"]["soft_precision"] is None
     # empty gt_answer: gt-dependent metrics are null, never 0
     assert b["answer2response"] is None and b["retrieved2answer"] is None
     assert b["metrics"]["precision"] is None and b["metrics"]["claim_recall"] is None
@@ -97,6 +104,7 @@ def test_end_to_end_matrices_and_metrics(tmp_path: Path, lexical_model: Path) ->
     assert ITEMS[0]["response"][s:e] == "the nile is in paris."
     assert set(details[0]["probs"]) == {"entailment", "neutral", "contradiction"}
     assert details[0]["answer_verdict"] == E
+    assert [d["answer_support"] for d in details] == pytest.approx([0.9, 0.1, 0.1])
     assert summary.counts["items"] == 3
 
 

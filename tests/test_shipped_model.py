@@ -55,9 +55,7 @@ EIFFEL = (
     "Construction of the Eiffel Tower began in 1887 and the tower was completed in 1889, in time "
     "for the World's Fair held in Paris that year."
 )
-CONGO = (
-    "The Congo River is the second longest river in Africa and the deepest river in the world."
-)
+CONGO = "The Congo River is the second longest river in Africa and the deepest river in the world."
 SCHOOLS = (
     "There is no one particular day on which all schools start. Each district sets its own "
     "calendar."

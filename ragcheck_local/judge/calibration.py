@@ -151,14 +151,24 @@ class Calibration:
         columns = [FEATURES.index(f) for f in self.features]
         return features[:, columns] @ np.asarray(self.weights, dtype=np.float64).T
 
+    def probabilities(
+        self, probs: np.ndarray, claims: Sequence[str], premises: Sequence[str]
+    ) -> np.ndarray:
+        """Calibrated (E, N, C) probabilities (n, 3): the head's softmax per pair."""
+        if len(probs) == 0:
+            return np.zeros((0, 3), dtype=np.float64)
+        logits = self.scores(feature_matrix(probs, claims, premises))
+        logits -= logits.max(axis=1, keepdims=True)  # no overflow in exp
+        odds = np.exp(logits)
+        return odds / odds.sum(axis=1, keepdims=True)
+
     def verdicts(
         self, probs: np.ndarray, claims: Sequence[str], premises: Sequence[str]
     ) -> list[str]:
         """Calibrated verdict per (probabilities, claim, premise window)."""
-        if len(probs) == 0:
-            return []
-        logits = self.scores(feature_matrix(probs, claims, premises))
-        return [VERDICTS[int(i)] for i in logits.argmax(axis=1)]
+        return [
+            VERDICTS[int(i)] for i in self.probabilities(probs, claims, premises).argmax(axis=1)
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the ``calibration`` section of ``ragcheck.json``)."""

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..config import NLIConfig
 from ..errors import InputError, ModelError
+from ..records import VERDICTS
 from .cache import MemoryCache
 from .calibration import METADATA_FILE, load_calibration
 from .verdicts import NEUTRAL_PROBS, Probs, combine
@@ -101,6 +102,10 @@ class PairResult:
     window: int | None
     n_windows: int
     window_span: tuple[int, int] | None
+    support: float = 0.0
+    """How likely the premise entails the claim: the highest calibrated P(Entailment) over
+    its windows (the model's own p(entailment) when it ships no calibration); what the soft
+    metrics average."""
 
 
 class ProbCache(Protocol):
@@ -799,10 +804,13 @@ class NLIChecker:
         self.stats["windows"] += len(flat)
         probs = self._score(flat, token_ids, progress)
         window_verdicts: list[str] | None = None
+        entail = probs[:, 0]
         if self.calibration is not None:
-            window_verdicts = self.calibration.verdicts(
+            calibrated = self.calibration.probabilities(
                 probs, [c for _, c in flat], [p for p, _ in flat]
             )
+            window_verdicts = [VERDICTS[int(i)] for i in calibrated.argmax(axis=1)]
+            entail = calibrated[:, 0]
         results = []
         for (premise, _), (first, count) in zip(pairs, owners, strict=True):
             parts = [tuple(float(x) for x in row) for row in probs[first : first + count]]
@@ -817,6 +825,7 @@ class NLIChecker:
                     window=index,
                     n_windows=count,
                     window_span=premise_windows[premise][index] if index is not None else None,
+                    support=float(entail[first : first + count].max()) if count else 0.0,
                 )
             )
         return results

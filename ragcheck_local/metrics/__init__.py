@@ -1,4 +1,4 @@
-"""RAGChecker's 11 metrics (plus two extras) from the four checking matrices.
+"""RAGChecker's 11 metrics (plus five extras) from the four checking matrices.
 
 Pure functions, no model code. The per-item formulas and their empty-list fallbacks follow
 RAGChecker's ``ragchecker/computation.py`` (upstream ``main``); the dataset value follows
@@ -27,7 +27,17 @@ self_knowledge                  mean_r [not any_c ret2r[r][c] and a2r[r]]
 faithfulness                    mean_r any_c ret2r[r][c]
 contradiction_rate (extra)      mean_r [some chunk contradicts r and none entails it]
 unsupported_rate (extra)        mean_r [no chunk entails or contradicts r]
+soft_precision (extra)          mean_r s_a2r[r]
+soft_recall (extra)             mean_g s_r2a[g]
+soft_f1 (extra)                 2PR/(P+R) of the two above, 0 unless both > 0
 =============================== ================================================================
+
+The soft metrics read the optional *support* rows ``s_a2r = answer2response_support`` and
+``s_r2a = response2answer_support``: per claim, how likely the reference entails it (the
+judge's calibrated P(Entailment), in [0, 1]). They are what precision, recall and f1 count in
+expectation instead of after a hard verdict, and they agree with human judgments of long answers
+better than the verdict metrics (see the model card). A soft metric is ``None`` when its support
+row is absent (RAGChecker's own output has none) and follows its hard metric's empty policy.
 
 where recalled(g) = any_c ret2a[g][c] and relevant(c) = any_g ret2a[g][c].
 
@@ -90,6 +100,13 @@ ANSWER2RESPONSE = "answer2response"
 RESPONSE2ANSWER = "response2answer"
 RETRIEVED2RESPONSE = "retrieved2response"
 RETRIEVED2ANSWER = "retrieved2answer"
+SOFT_PRECISION = "soft_precision"
+SOFT_RECALL = "soft_recall"
+SOFT_F1 = "soft_f1"
+ANSWER2RESPONSE_SUPPORT = "answer2response_support"
+RESPONSE2ANSWER_SUPPORT = "response2answer_support"
+SUPPORTS: tuple[str, ...] = (ANSWER2RESPONSE_SUPPORT, RESPONSE2ANSWER_SUPPORT)
+"""Optional support rows (P(Entailment) per claim) beside answer2response / response2answer."""
 CHECKS: tuple[str, ...] = (ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE, RETRIEVED2ANSWER)
 """The four checking matrices, named as in RAGChecker's result records."""
 
@@ -151,6 +168,7 @@ def required_checks(metrics: Iterable[str]) -> frozenset[str]:
 
 Row = tuple[str, ...]
 Matrix = tuple[Row, ...]
+Support = tuple[float, ...]
 
 
 def _as_tuple(value: Any, record: str | None, field: str) -> tuple[Any, ...]:
@@ -175,6 +193,42 @@ def _verdict_row(value: Any, record: str | None, field: str) -> Row:
                 field=field,
             )
     return row
+
+
+def _support_row(value: Any, record: str | None, field: str) -> Support:
+    row = _as_tuple(value, record, field)
+    for i, p in enumerate(row):
+        ok = isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0
+        if not ok:
+            raise MetricsInputError(
+                f"support {show_value(p)} at index {i} is not a probability in [0, 1]",
+                record=record,
+                field=field,
+            )
+    return tuple(float(p) for p in row)
+
+
+def _read_supports(
+    source: Mapping[str, Any], four: _Four, record: str | None
+) -> tuple[Support | None, Support | None]:
+    """Validated support rows; each must match its verdict row's length (and needs one)."""
+    out: list[Support | None] = []
+    for name, verdicts in zip(SUPPORTS, four[:2], strict=True):
+        raw = source.get(name)
+        if raw is None:
+            out.append(None)
+            continue
+        row = _support_row(raw, record, name)
+        if verdicts is None or len(verdicts) != len(row):
+            check = name.removesuffix("_support")
+            found = "none" if verdicts is None else str(len(verdicts))
+            raise MetricsInputError(
+                f"{len(row)} supports but {found} verdicts in {check}",
+                record=record,
+                field=name,
+            )
+        out.append(row)
+    return out[0], out[1]
 
 
 def _verdict_matrix(value: Any, record: str | None, field: str) -> Matrix:
@@ -285,13 +339,19 @@ class CheckingMatrices:
     response2answer: Row | None
     retrieved2response: Matrix | None
     retrieved2answer: Matrix | None
+    answer2response_support: Support | None = None
+    """P(Entailment) per response claim against the gt answer (soft metrics only)."""
+    response2answer_support: Support | None = None
+    """P(Entailment) per gt claim against the response (soft metrics only)."""
 
     def __post_init__(self) -> None:
-        four = _read_matrices({check: getattr(self, check) for check in CHECKS}, None)
+        source = {name: getattr(self, name) for name in (*CHECKS, *SUPPORTS)}
+        four = _read_matrices(source, None)
         _validate_shapes(four, None)
-        for check, value in zip(CHECKS, four, strict=True):
+        supports = _read_supports(source, four, None)
+        for name, value in zip((*CHECKS, *SUPPORTS), (*four, *supports), strict=True):
             # Frozen dataclass: store the validated tuples through object.__setattr__.
-            object.__setattr__(self, check, value)
+            object.__setattr__(self, name, value)
 
     @classmethod
     def from_lists(cls, **matrices: Sequence[Any] | None) -> CheckingMatrices:
@@ -308,7 +368,8 @@ class CheckingMatrices:
         """Read the matrices from a RAGChecker-format result dict (missing or null -> None).
 
         Checks every verdict string and that the matrices agree with each other and with
-        ``response_claims``, ``gt_answer_claims`` and ``retrieved_context`` where present.
+        ``response_claims``, ``gt_answer_claims`` and ``retrieved_context`` where present;
+        reads the support rows (:data:`SUPPORTS`) where present.
         Raises MetricsInputError (a ValueError) naming query_id, field and the bad value.
         """
         if not isinstance(result, Mapping):
@@ -326,7 +387,7 @@ class CheckingMatrices:
             n_gt=_claim_count(result, "gt_answer_claims", record),
             n_chunks=n_chunks,
         )
-        return cls(*four)
+        return cls(*four, *_read_supports(result, four, record))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,6 +433,32 @@ def _f1(m: CheckingMatrices, skip: bool) -> float | None:
         return None
     if precision > 0 and recall > 0:
         # Same operation order as RAGChecker so the float result is bit-identical.
+        return 2 * precision * recall / (precision + recall)
+    return 0.0
+
+
+def _mean_support(row: Row | None, support: Support | None, skip: bool) -> float | None:
+    # The verdict row decides emptiness (as for the hard metric); no support row: unknown.
+    if row is None or support is None:
+        return None
+    if not support:
+        return None if skip else 0.0
+    return sum(support) / len(support)
+
+
+def _soft_precision(m: CheckingMatrices, skip: bool) -> float | None:
+    return _mean_support(m.answer2response, m.answer2response_support, skip)
+
+
+def _soft_recall(m: CheckingMatrices, skip: bool) -> float | None:
+    return _mean_support(m.response2answer, m.response2answer_support, skip)
+
+
+def _soft_f1(m: CheckingMatrices, skip: bool) -> float | None:
+    precision, recall = _soft_precision(m, skip), _soft_recall(m, skip)
+    if precision is None or recall is None:
+        return None
+    if precision > 0 and recall > 0:
         return 2 * precision * recall / (precision + recall)
     return 0.0
 
@@ -535,6 +622,12 @@ METRICS: tuple[MetricSpec, ...] = (
           "share of response claims contradicted by some chunk and entailed by none"),
     _spec(UNSUPPORTED_RATE, "extra", (_RET2R,), LOWER, _unsupported_rate,
           "share of response claims neither entailed nor contradicted by any chunk"),
+    _spec(SOFT_PRECISION, "extra", (_A2R,), HIGHER, _soft_precision,
+          "precision in expectation: mean P(entailment) of response claims by the gt_answer"),
+    _spec(SOFT_RECALL, "extra", (_R2A,), HIGHER, _soft_recall,
+          "recall in expectation: mean P(entailment) of gt_answer claims by the response"),
+    _spec(SOFT_F1, "extra", (_A2R, _R2A), HIGHER, _soft_f1,
+          "harmonic mean of soft_precision and soft_recall"),
 )  # fmt: skip
 """Every metric, in RAGChecker's order (then the extras): the one table the rest derives from."""
 
@@ -550,7 +643,8 @@ ALL_METRICS: tuple[str, ...] = (
 )
 """RAGChecker's 11 metrics in RAGChecker's ``all_metrics`` order."""
 EXTRA_METRICS: tuple[str, ...] = OUTPUT_GROUPS["extra"]
-"""Metrics beyond RAGChecker (from retrieved2response only)."""
+"""Metrics beyond RAGChecker: contradiction/unsupported (retrieved2response) and the soft
+precision/recall/f1 (support rows)."""
 METRIC_GROUPS: dict[str, tuple[str, ...]] = {
     "overall_metrics": OUTPUT_GROUPS["overall"],
     "retriever_metrics": OUTPUT_GROUPS["retriever"],

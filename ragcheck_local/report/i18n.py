@@ -104,6 +104,26 @@ _METRIC_TEXT: dict[str, dict[str, tuple[str, str]]] = {
         ),
         "ja": ("根拠なし率", "回答の主張のうち、どのチャンクも裏付けも否定もしない割合。"),
     },
+    "soft_precision": {
+        "en": (
+            "Soft precision",
+            "Precision in expectation: mean probability that the ground-truth answer supports "
+            "a response claim.",
+        ),
+        "ja": ("ソフト適合率", "回答の各主張が正解に裏付けられる確率の平均(適合率の期待値)。"),
+    },
+    "soft_recall": {
+        "en": (
+            "Soft recall",
+            "Recall in expectation: mean probability that the response states a "
+            "ground-truth claim.",
+        ),
+        "ja": ("ソフト再現率", "正解の各主張が回答に裏付けられる確率の平均(再現率の期待値)。"),
+    },
+    "soft_f1": {
+        "en": ("Soft F1", "Harmonic mean of soft precision and soft recall."),
+        "ja": ("ソフトF1", "ソフト適合率とソフト再現率の調和平均。"),
+    },
 }
 
 _FINDING_TEXT: dict[str, dict[str, tuple[str, str]]] = {
