@@ -136,6 +136,7 @@ def test_end_to_end_engine_tracks_human_preference(tmp_path: Path, lexical_model
         assert corr[label][metric]["pearson"] > 80, (label, corr[label])
         assert set(corr[label]) == {*me.OUR_METRICS, *me.SOFT_METRICS, *me.BASELINES}
         assert corr[label]["soft_" + metric]["pearson"] > 80, (label, corr[label])
+        assert set(result["bootstrap"][label]) == set(corr[label])
     assert corr["annotator_agreement"]["overall"]["n"] == 4
     assert not list(tmp_path.glob("*.tmp"))
 
@@ -154,3 +155,27 @@ def test_ids_select_a_subset_and_unknown_ids_fail(tmp_path: Path) -> None:
         me.main([str(data), "--ids", "1,9"])
     with pytest.raises(SystemExit, match="at least 3 instances to correlate, got 2"):
         me.main([str(data), "--ids", "1, 2"])
+
+
+def test_bootstrap_intervals_separate_a_tracking_metric_from_noise() -> None:
+    rng = np.random.default_rng(1)
+    labels = rng.integers(-2, 3, size=40)
+    instances = [
+        me.Instance(str(i), "q", "gt", ("a", "b"), ({h: int(v) for h in me.HUMAN_LABELS},))
+        for i, v in enumerate(labels)
+    ]
+    tracking = [(0.0, float(v)) for v in labels]  # delta = the human label
+    noise = [(0.0, float(x)) for x in rng.normal(size=40)]
+    scores = {"rouge_l": noise, "good": tracking}
+    out = me.bootstrap(instances, scores, 200, seed=3)
+    good = out["overall"]["good"]
+    assert good["low"] == good["high"] == 100.0
+    assert good["minus_rouge_l_low"] > 40  # far better than noise, and the interval says so
+    rouge = out["overall"]["rouge_l"]
+    assert rouge["low"] < 0 < rouge["high"]
+    assert rouge["minus_rouge_l_low"] == rouge["minus_rouge_l_high"] == 0.0
+    assert me.bootstrap(instances, scores, 200, seed=3) == out  # seeded
+    with pytest.raises(ValueError, match="at least 1 resample"):
+        me.bootstrap(instances, scores, 0)
+    with pytest.raises(ValueError, match="baseline 'rouge_l' is not among"):
+        me.bootstrap(instances, {"good": tracking}, 10)
