@@ -458,3 +458,16 @@ def test_thresholds_reach_the_rendered_diagnosis() -> None:
     assert fired in html
     assert "Context precision 50.0 &lt; 60" in html
     assert title in build_markdown(data, thresholds=strict)
+
+
+def test_drilldown_shows_the_support_of_each_claim_against_the_other_text() -> None:
+    rec = record(answer2response_support=[0.93, 0.204], response2answer_support=[0.88])
+    q = prepare(output(rec)).queries[0]
+    assert [c.ref_support for c in q.response_claims] == [0.93, 0.204]
+    html = build_html(output(rec))
+    assert f"{t('en', 'claim.support')} 20%</span>" in html and "support 93%" in html
+    assert f"{t('ja', 'claim.support')} 88%" in build_html(output(rec), lang="ja")
+    # Without support rows (RAGChecker's output, older runs) nothing is shown, nothing fails.
+    plain = build_html(output(record()))
+    assert f'title="{t("en", "claim.support")}"' not in plain
+    assert prepare(output(record())).queries[0].response_claims[0].ref_support is None

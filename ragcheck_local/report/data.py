@@ -48,6 +48,8 @@ class ClaimView:
     chunk_verdicts: tuple[str, ...]
     doc_id: str | None
     """The chunk that decided ``verdict`` (for Neutral: the closest one, when known)."""
+    ref_support: float | None = None
+    """How likely the other text entails the claim (its support row; None: not recorded)."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,7 @@ def _claims(
         if side == "response"
         else ("gt_answer_claims", "retrieved2answer", "response2answer", "response_verdict")
     )
+    supports = getattr(matrices, f"{ref_key}_support")
     raw_claims = _list(raw, claims_key, record) or []
     texts = [
         claim_text(c, record=record, field=f"{claims_key}[{i}]") for i, c in enumerate(raw_claims)
@@ -228,7 +231,8 @@ def _claims(
                 doc_id = None if doc_id is None else str(doc_id)
             if ref is None and detail.get(detail_ref_key) is not None:
                 ref = _verdict(detail[detail_ref_key], record, f"{field}.{detail_ref_key}")
-        views.append(ClaimView(i, text, span, verdict, ref, row, doc_id))
+        support = supports[i] if supports is not None and i < len(supports) else None
+        views.append(ClaimView(i, text, span, verdict, ref, row, doc_id, support))
     return tuple(views), matrix is not None
 
 

@@ -333,12 +333,20 @@ def _chunk_cell(q: QueryView, claim: ClaimView, lang: str) -> str:
     )
 
 
+def _support_note(support: float | None, lang: str) -> str:
+    if support is None:
+        return ""
+    label = t(lang, "claim.support")
+    return f' <span class="note" title="{_e(label)}">{_e(label)} {100 * support:.0f}%</span>'
+
+
 def _claims_table(q: QueryView, claims: Sequence[ClaimView], ref_key: str, lang: str) -> str:
     if not claims:
         return f'<p class="muted">{_e(t(lang, "detail.no_claims"))}</p>'
     rows = [
         f'<tr><td class="num">{c.index + 1}</td><td>{_e(c.text)}</td>'
-        f"<td>{verdict_chip(c.verdict, lang)}</td><td>{verdict_chip(c.ref_verdict, lang)}</td>"
+        f"<td>{verdict_chip(c.verdict, lang)}</td><td>{verdict_chip(c.ref_verdict, lang)}"
+        f"{_support_note(c.ref_support, lang)}</td>"
         f"<td>{_chunk_cell(q, c, lang)}</td></tr>"
         for c in claims
     ]
