@@ -184,6 +184,20 @@ class NLIConfig(_Section):
         default=True,
         metadata=_help("Apply the calibrated verdict head the model ships (off: argmax)."),
     )
+    calibration: str | None = field(
+        default=None,
+        metadata=_help(
+            "Another calibrated head: a JSON file with a 'calibration' section, or the name "
+            "of one beside the model (default: the model's ragcheck.json)."
+        ),
+    )
+    embedding_model: str | None = field(
+        default=None,
+        metadata=_help(
+            "Sentence-embedding model for a head that uses similarity (default: the "
+            "installed all-MiniLM-L6-v2)."
+        ),
+    )
 
     @property
     def model_path(self) -> str:

@@ -60,12 +60,14 @@ from make_grounding_data import (  # noqa: E402
 from ragcheck_local.judge.calibration import (  # noqa: E402
     FEATURES,
     METADATA_FILE,
+    TEXT_FEATURES,
     Calibration,
     feature_matrix,
     fit_logistic,
     read_model_metadata,
 )
 from ragcheck_local.judge.checker import NLIChecker, NLIConfig  # noqa: E402
+from ragcheck_local.judge.embedding import Embedder  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 LABEL_IDS = {"entailment": 0, "neutral": 1, "contradiction": 2}
@@ -160,15 +162,18 @@ def half(ds: DevSet, calibration: bool) -> DevSet:
     return DevSet(f"{ds.name}_{suffix}", [ds.pairs[i] for i in keep], [ds.labels[i] for i in keep])
 
 
-def window_features(checker: NLIChecker, ds: DevSet) -> np.ndarray:
-    """Feature rows (deciding window's probabilities and texts) for every pair of ``ds``."""
+def window_features(checker: NLIChecker, ds: DevSet, embedder: Embedder) -> np.ndarray:
+    """Feature rows (deciding window's probabilities, texts and embedding similarity) for
+    every pair of ``ds``."""
     results = checker.check(ds.pairs)
     probs = np.asarray([r.probs for r in results], dtype=np.float64)
     premises = []
     for (premise, _), r in zip(ds.pairs, results, strict=True):
         span = r.window_span or (0, len(premise))
         premises.append(premise[span[0] : span[1]])
-    return feature_matrix(probs, [c for _, c in ds.pairs], premises)
+    claims = [c for _, c in ds.pairs]
+    similarity = embedder.similarities(list(zip(premises, claims, strict=True)))
+    return feature_matrix(probs, claims, premises, similarity)
 
 
 def scores(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
@@ -212,13 +217,20 @@ def _checker(model: str, device: str) -> NLIChecker:
 
 
 def cached_features(
-    path: Path | None, model: str, sets: Sequence[DevSet], device: str
+    path: Path | None,
+    model: str,
+    sets: Sequence[DevSet],
+    device: str,
+    embedding_model: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Feature rows per set; a set's rows come from ``path`` when they were made for the same
     model and the same pairs (keyed per set, so adding a set recomputes only that set)."""
     from ragcheck_local.judge.cache import model_fingerprint
 
-    fingerprint = model_fingerprint(model)
+    # The feature layout is part of the key: a cache written before a feature existed is stale.
+    fingerprint = model_fingerprint(model) + ":" + ",".join(FEATURES)
+    if embedding_model:  # the default embedder adds nothing to the key
+        fingerprint += ":" + embedding_model
     keys = {d.name: fingerprint + ":" + claim_sha1(json.dumps(d.pairs)) for d in sets}
     stored: dict[str, np.ndarray] = {}
     if path is not None and path.is_file():
@@ -226,13 +238,14 @@ def cached_features(
             stored = {k: data[k] for k in data.files}
     feats: dict[str, np.ndarray] = {}
     checker: NLIChecker | None = None
+    embedder = Embedder(embedding_model, None if device == "auto" else device)
     for d in sets:
         if f"key:{d.name}" in stored and str(stored[f"key:{d.name}"]) == keys[d.name]:
             feats[d.name] = stored[d.name]
             continue
         print(f"features for {d.name} ({len(d.pairs)} pairs)", flush=True)
         checker = checker or _checker(model, device)
-        feats[d.name] = window_features(checker, d)
+        feats[d.name] = window_features(checker, d, embedder)
         stored[d.name] = feats[d.name]
         stored[f"key:{d.name}"] = np.asarray(keys[d.name])
         if path is not None:  # after every set: an interrupted run keeps what it computed
@@ -269,6 +282,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument("--write", action="store_true", help=f"write the head into {METADATA_FILE}")
     ap.add_argument("--no-snli", action="store_true", help="leave SNLI validation out of the fit")
+    ap.add_argument(
+        "--embedding-model", default=None,
+        help="sentence-embedding model for the similarity feature (default: the installed "
+        "all-MiniLM-L6-v2, which the engine uses too)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--similarity", action="store_true",
+        help="also fit on the embedding similarity of claim and window (applying the head then "
+        "needs the embedding model; the shipped ragcheck.json head does not use it)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--write-head", type=Path, default=None, metavar="FILE",
+        help="write the head (with its report) to FILE, an alternative head for "
+        "--set nli.calibration=FILE, instead of or besides the model's ragcheck.json",
+    )  # fmt: skip
     ap.add_argument("--json", type=Path, default=None, help="also write the report here")
     a = ap.parse_args(argv)
 
@@ -287,8 +315,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         calib_sets = [DevSet(d.name, d.pairs[: a.limit], d.labels[: a.limit]) for d in calib_sets]
         report_sets = [DevSet(d.name, d.pairs[: a.limit], d.labels[: a.limit]) for d in report_sets]
 
-    feats = cached_features(a.features, a.model, [*calib_sets, *report_sets], a.device)
-    x = np.concatenate([feats[d.name] for d in calib_sets])
+    feats = cached_features(
+        a.features, a.model, [*calib_sets, *report_sets], a.device, a.embedding_model
+    )
+    used = FEATURES if a.similarity else TEXT_FEATURES
+    columns = [FEATURES.index(f) for f in used]
+    x = np.concatenate([feats[d.name][:, columns] for d in calib_sets])
     y = np.concatenate([np.asarray(d.labels) for d in calib_sets])
     groups = [(d.name, lab) for d in calib_sets for lab in d.labels]
     prefixes = {"factcheck": 2.0, "snli": 2.0, "unrelated": 0.0}
@@ -314,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     head = Calibration(
         weights=tuple(tuple(round(float(w), 6) for w in row) for row in theta),
-        features=FEATURES,
+        features=used,
         fitted_on=fitted_on,
     )
 
@@ -334,6 +366,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if a.json:
         a.json.write_text(json.dumps({"report": report, **head.to_dict()}, indent=2) + "\n")
+    if a.write_head:
+        body = {"calibration": {**head.to_dict(), "report": report}}
+        tmp = a.write_head.with_name(a.write_head.name + ".tmp")
+        tmp.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, a.write_head)
+        print(f"wrote {a.write_head}")
     if a.write:
         meta = read_model_metadata(a.model)
         meta["calibration"] = head.to_dict()

@@ -8,10 +8,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tiny_models import build_nli_model
+from tiny_models import build_embedding_model, build_nli_model
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 EXAMPLES = Path(__file__).resolve().parents[1] / "ragcheck_local" / "examples"
+
+
+@pytest.fixture(scope="session")
+def tiny_embedder(tmp_path_factory: pytest.TempPathFactory, tiny_bert: Path) -> Path:
+    """A tiny random sentence-transformers model (for heads that use embedding similarity)."""
+    return build_embedding_model(tmp_path_factory.mktemp("models") / "embedder", tiny_bert)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -167,3 +168,93 @@ def test_support_is_the_best_window(lexical_model: Path) -> None:
     assert found.n_windows > 1 and found.window == found.n_windows - 1
     # The lexical model gives 0.9 to the window that holds the claim, 0.1 to every other.
     assert found.support == pytest.approx(0.9) and missing.support == pytest.approx(0.1)
+
+
+def _similarity_head() -> Calibration:
+    # Neutral unless the texts are similar: similarity alone moves the verdict.
+    features = ("log_p_entailment", "similarity", "bias")
+    return Calibration(
+        weights=((0.0, 20.0, -10.0), (0.0, 0.0, 0.0), (0.0, 0.0, -5.0)),
+        features=features,
+        fitted_on="test",
+    )
+
+
+def test_similarity_feature_column_and_heads_that_need_it() -> None:
+    probs = np.array([[0.2, 0.5, 0.3], [0.6, 0.2, 0.2]])
+    claims, premises = ["a cat", "a dog"], ["a cat sat", "the sky"]
+    without = feature_matrix(probs, claims, premises)
+    assert np.isnan(without[:, FEATURES.index("similarity")]).all()
+    with_sim = feature_matrix(probs, claims, premises, [0.9, 0.1])
+    assert with_sim[:, FEATURES.index("similarity")].tolist() == [0.9, 0.1]
+    with pytest.raises(ValueError, match="need 2 similarities"):
+        feature_matrix(probs, claims, premises, [0.9])
+    head = _similarity_head()
+    assert head.needs_similarity and not _head().needs_similarity
+    assert head.verdicts(probs, claims, premises, [0.9, 0.1]) == ["Entailment", "Neutral"]
+    with pytest.raises(ModelError, match="uses the similarity feature"):
+        head.verdicts(probs, claims, premises)
+    # A head without the feature ignores the (NaN) column.
+    assert len(_head().verdicts(probs, claims, premises)) == 2
+
+
+def test_embedder_similarity_is_cosine(tiny_embedder: Path) -> None:
+    from ragcheck_local.judge.embedding import Embedder
+
+    embedder = Embedder(str(tiny_embedder), "cpu")
+    sims = embedder.similarities([("the cat sat", "the cat sat"), ("the cat sat", "tokyo rain")])
+    assert sims[0] == pytest.approx(1.0, abs=1e-5) and -1.0 <= sims[1] < sims[0]
+    assert embedder.similarities([]).shape == (0,)
+    with pytest.raises(ModelError, match="cannot load the embedding model"):
+        Embedder("/nonexistent/embedder").similarities([("a", "b")])
+
+
+def test_checker_computes_similarity_for_a_head_that_uses_it(
+    lexical_model: Path, tiny_embedder: Path, tmp_path: Path
+) -> None:
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig, preflight_model
+
+    model = tmp_path / "with-similarity"
+    shutil.copytree(lexical_model, model)
+    (model / METADATA_FILE).write_text(
+        json.dumps({"languages": ["en"], "calibration": _similarity_head().to_dict()}),
+        encoding="utf-8",
+    )
+    config = NLIConfig(model=str(model), device="cpu", embedding_model=str(tiny_embedder))
+    preflight_model(config)  # the embedding model is there
+    checker = NLIChecker(config)
+    pairs = [("the cat sat on the mat", "the cat sat on the mat"), ("the cat sat", "rain")]
+    results = checker.check(pairs)
+    sims = checker.embedder.similarities(pairs)  # type: ignore[union-attr]
+    probs = np.array([r.probs for r in results])
+    expected = _similarity_head().probabilities(
+        probs, [c for _, c in pairs], [p for p, _ in pairs], sims
+    )
+    assert [r.support for r in results] == pytest.approx(expected[:, 0].tolist())
+    assert results[0].verdict == "Entailment"  # identical texts: similarity 1
+    assert checker.facts()["embedding_model"] == str(tiny_embedder)
+    missing = NLIConfig(model=str(model), device="cpu", embedding_model=str(tmp_path / "none"))
+    with pytest.raises(ModelError, match="needs a sentence-embedding model"):
+        preflight_model(missing)
+    # Without calibration no embedding model is needed.
+    assert NLIChecker(dataclasses.replace(missing, calibrate=False)).embedder is None
+
+
+def test_alternative_heads_by_path_or_by_name_beside_the_model(tmp_path: Path) -> None:
+    (tmp_path / METADATA_FILE).write_text(
+        json.dumps({"languages": ["en"], "calibration": _head().to_dict()}), encoding="utf-8"
+    )
+    (tmp_path / "strict.json").write_text(
+        json.dumps({"calibration": _similarity_head().to_dict()}), encoding="utf-8"
+    )
+    (tmp_path / "notes.json").write_text(json.dumps({"hello": 1}), encoding="utf-8")
+    assert load_calibration(tmp_path) == _head()
+    assert load_calibration(tmp_path, "strict") == _similarity_head()
+    assert load_calibration(tmp_path, "strict.json") == _similarity_head()
+    assert load_calibration(tmp_path, str(tmp_path / "strict.json")) == _similarity_head()
+    with pytest.raises(ModelError, match=r"'loose'.*heads there: strict"):
+        load_calibration(tmp_path, "loose")
+    with pytest.raises(ModelError, match="no 'calibration' section"):
+        load_calibration(tmp_path, "notes")
+    with pytest.raises(ModelError, match="no such head"):
+        load_calibration(tmp_path, "../strict")  # a name, not a way out of the directory

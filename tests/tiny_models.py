@@ -155,3 +155,13 @@ def build_nli_model(
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def build_embedding_model(path: Path, nli_model: Path) -> Path:
+    """A tiny sentence-transformers model (the tiny NLI model's encoder, mean pooling)."""
+    from sentence_transformers import SentenceTransformer, models
+
+    word = models.Transformer(str(nli_model))
+    pooling = models.Pooling(word.get_word_embedding_dimension(), pooling_mode="mean")
+    SentenceTransformer(modules=[word, pooling], device="cpu").save(str(path))
+    return path

