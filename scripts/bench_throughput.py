@@ -313,6 +313,7 @@ def _engine(
     backend: str,
     dtype: str = "auto",
     compile_model: bool = False,
+    calibration: str | None = None,
 ) -> Any:
     from ragcheck_local.judge.checker import NLIChecker, NLIConfig
 
@@ -324,6 +325,7 @@ def _engine(
         compile=compile_model,
         batch_size=args.batch_size,
         max_batch_tokens=args.max_batch_tokens,
+        calibration=calibration,
     )
     return NLIChecker(config)
 
@@ -415,6 +417,10 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
             # Another model (e.g. the previous default) on the same pairs, in the same process,
             # timed in alternation with the engine: a model change's speed cost, measured.
             engines["engine_versus"] = _engine(Path(args.versus), args, "torch")
+        if args.head:
+            # Another calibrated head of the same model (e.g. one that reads embeddings):
+            # its verdict rule's cost, timed in alternation with the engine's own head.
+            engines["engine_head"] = _engine(model, args, "torch", calibration=args.head)
         if args.compile:
             # torch.compile (inductor); compiling happens in the warm-up, new shapes may
             # still recompile inside the timed run (counted: that is what a run pays)
@@ -527,6 +533,12 @@ def run_benchmark(args: argparse.Namespace) -> dict[str, Any]:
             "speed_ratio": round(speed["engine"] / speed["engine_versus"], 3),
             "agreement": _agreement(eng, verdicts["engine_versus"]),
         }
+    if "engine_head" in verdicts:
+        result["head"] = {
+            "head": args.head,
+            "speed_ratio": round(speed["engine_head"] / speed["engine"], 3),
+            "agreement": _agreement(eng, verdicts["engine_head"]),
+        }
     if prefilter is not None:
         pf = verdicts["engine_prefilter"]
         entailed = [i for i, v in enumerate(eng) if v == ENTAILMENT]
@@ -617,6 +629,12 @@ def format_table(result: dict[str, Any]) -> str:
             f"engine ({result['model']}) vs engine_versus ({v['model']}): "
             f"{v['speed_ratio']:.3f}x pairs/s, verdict agreement {100 * v['agreement']:.1f}%"
         )
+    if "head" in result:
+        h = result["head"]
+        lines.append(
+            f"engine_head ({h['head']}) vs engine (own head): {h['speed_ratio']:.3f}x pairs/s, "
+            f"verdict agreement {100 * h['agreement']:.1f}%"
+        )
     for name, o in result.get("onnx_vs_torch", {}).items():
         lines.append(
             f"{name} vs torch engine: {o['speedup']:.2f}x, agreement {100 * o['agreement']:.2f}%"
@@ -678,6 +696,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--versus", default=None, help="another model directory timed against the engine's model"
     )
+    p.add_argument(
+        "--head", default=None,
+        help="another calibrated head of the model (name or file) timed against its own head",
+    )  # fmt: skip
     return p
 
 

@@ -240,3 +240,25 @@ def test_versus_times_a_second_model_on_the_same_pairs(
     assert result["versus"]["agreement"] == 1.0
     assert result["versus"]["speed_ratio"] > 0
     assert "vs engine_versus" in capsys.readouterr().out
+
+
+def test_head_times_another_calibrated_head_of_the_same_model(
+    tiny512: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from ragcheck_local.judge.calibration import TEXT_FEATURES, Calibration
+
+    # A head that always says Neutral: the engine's own (argmax) verdicts differ from it.
+    neutral = Calibration(weights=((0.0,) * 7, (*[0.0] * 6, 9.0), (0.0,) * 7))
+    assert neutral.features == TEXT_FEATURES
+    head = tmp_path / "neutral-head.json"
+    head.write_text(json.dumps({"calibration": neutral.to_dict()}), encoding="utf-8")
+    result = bench.main(
+        ["--model", str(tiny512), "--head", str(head), "--n-questions", "2", "--chunks",
+         "2", "--chunk-tokens", "10", "30", "--claims", "2", "3", "--warmup", "2"]
+    )  # fmt: skip
+    assert "engine_head" in result["pairs_per_s"] and result["head"]["speed_ratio"] > 0
+    assert 0.0 <= result["head"]["agreement"] <= 1.0
+    assert result["head"]["head"] == str(head)
+    assert f"engine_head ({head})" in capsys.readouterr().out
