@@ -402,6 +402,8 @@ FLAT_KEYS: dict[str, tuple[str, ...]] = {
     "window_overlap": ("nli.window_overlap",),
     "backend": ("nli.backend",),
     "compile": ("nli.compile",),
+    "calibrate": ("nli.calibrate",),
+    "calibration": ("nli.calibration",),
     "prefilter": ("prefilter.mode",),
     "prefilter_threshold": ("prefilter.threshold",),
     "lang": ("claims.lang",),

@@ -153,3 +153,29 @@ def test_whole_evaluation_runs_with_the_network_blocked(
     )
     assert result.exit_code == 0, result.output
     assert len(json.loads(out.read_text())["results"]) == 3
+
+
+def test_calibration_flag_picks_a_head_and_a_missing_one_exits_2_before_any_file(
+    tmp_path: Path, lexical_model: Path
+) -> None:
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(lexical_model, model)
+    # A head beside the model that calls everything Neutral.
+    head = {"kind": "logistic", "features": ["bias"], "labels": ["Entailment", "Neutral",
+            "Contradiction"], "weights": [[0.0], [1.0], [0.0]], "fitted_on": "test"}  # fmt: skip
+    (model / "all-neutral.json").write_text(json.dumps({"calibration": head}))
+    src = write_input(tmp_path)
+    common = ["evaluate", "--input", str(src), "--nli-model", str(model), "--device", "cpu", "-q"]
+    out = tmp_path / "out.json"
+    result = invoke(*common, "--output", str(out), "--calibration", "all-neutral")
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert all(v == "Neutral" for r in data["results"] for v in r["answer2response"] or [])
+    manifest = json.loads((tmp_path / "out.manifest.json").read_text())
+    assert "all-neutral" in json.dumps(manifest)
+    missing = tmp_path / "missing.json"
+    result = CliRunner().invoke(main, [*common, "--output", str(missing), "--calibration", "nope"])
+    assert result.exit_code == 2 and "nope" in result.output and "all-neutral" in result.output
+    assert not missing.exists()
