@@ -29,6 +29,12 @@ SNLI's same-photo contradiction (on the v3 candidate: weight 0 gives a 72.9% neu
 81.0% SNLI validation accuracy, 0.25 gives 83.6% at 79.3%, 1 gives 92.3% at 74.8%; see the
 model card); ``--set-weight unrelated=W`` fits on it; the others 1).
 
+``--similarity`` adds the cosine similarity of the claim's and the window's all-MiniLM-L6-v2
+embeddings as a feature: it tells an unrelated chunk from a contradicting one, which word
+overlap cannot. The shipped ``ragcheck.json`` head does not use it; the opt-in head
+``head-unrelated-neutral.json`` beside the bundled weights does (fitted with ``--similarity
+--set-weight unrelated=0.35 --write-head FILE``; see the model card).
+
     python scripts/calibrate.py --model models/ragcheck-nli-minilm-l6 --write
 """
 
