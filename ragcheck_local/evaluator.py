@@ -331,10 +331,9 @@ class Evaluator:
             return [[results[i].verdict if i is not None else NEUTRAL for i in r] for r in indices]
 
         def support(indices: Row | None) -> list[float] | None:
-            # A pair with no forward pass (empty response) supports nothing: 0.
             if indices is None:
                 return None
-            return [round(results[i].support, 6) if i is not None else 0.0 for i in indices]
+            return [_support(results, i) for i in indices]
 
         matrices = {
             ANSWER2RESPONSE: row(plan.answer2response),
@@ -371,6 +370,12 @@ def _probs(probs: Sequence[float]) -> dict[str, float]:
     return dict(zip(PROB_KEYS, (round(p, 6) for p in probs), strict=True))
 
 
+def _support(results: list[Any], index: int | None) -> float:
+    """A claim's support as written out; a pair with no forward pass (empty response)
+    supports nothing: 0."""
+    return round(results[index].support, 6) if index is not None else 0.0
+
+
 def _details(
     item: RagItem,
     claims: list[Claim],
@@ -402,7 +407,7 @@ def _details(
             i = ref_row[k]
             entry[f"{ref}_verdict"] = results[i].verdict if i is not None else NEUTRAL
             entry[f"{ref}_probs"] = _probs(results[i].probs if i is not None else NEUTRAL_PROBS)
-            entry[f"{ref}_support"] = round(results[i].support, 6) if i is not None else 0.0
+            entry[f"{ref}_support"] = _support(results, i)
         else:
             entry[f"{ref}_verdict"] = None
         rows.append(entry)

@@ -162,6 +162,11 @@ def normalise_delta(delta: Sequence[float]) -> np.ndarray:
     return d if hi == lo else ((d - lo) / (hi - lo) - 0.5) * 4
 
 
+def scaled_deltas(scores: dict[str, Sequence[tuple[float, float]]]) -> dict[str, np.ndarray]:
+    """Each metric's per-instance prediction: ``metric(model2) - metric(model1)``, scaled."""
+    return {name: normalise_delta([s2 - s1 for s1, s2 in pairs]) for name, pairs in scores.items()}
+
+
 def _ranks(x: np.ndarray) -> np.ndarray:
     order = np.argsort(x, kind="mergesort")
     ranks = np.empty(len(x), dtype=np.float64)
@@ -194,10 +199,10 @@ def correlations(
     """Pearson/Spearman (×100) of each metric's normalised delta with each human label."""
     # A metric's prediction does not depend on the human label: scale it once, repeated for
     # each annotator's label of its instance.
-    preds = {}
-    for name, pairs in scores.items():
-        delta = normalise_delta([s2 - s1 for s1, s2 in pairs])
-        preds[name] = [delta[i] for i, inst in enumerate(instances) for _ in inst.labels]
+    preds = {
+        name: [delta[i] for i, inst in enumerate(instances) for _ in inst.labels]
+        for name, delta in scaled_deltas(scores).items()
+    }
     out: dict[str, Any] = {}
     for label in HUMAN_LABELS:
         human = [lab[label] for inst in instances for lab in inst.labels]
@@ -245,7 +250,7 @@ def bootstrap(
     if baseline not in scores:
         raise ValueError(f"baseline {baseline!r} is not among the scores {sorted(scores)}")
     # Pearson is invariant to the min-max scaling, so scale once on the full sample.
-    preds = {m: normalise_delta([b - a for a, b in pairs]) for m, pairs in scores.items()}
+    preds = scaled_deltas(scores)
     rng = np.random.default_rng(seed)
     draws = [rng.integers(0, len(instances), len(instances)) for _ in range(n)]
     out: dict[str, dict[str, dict[str, float]]] = {}

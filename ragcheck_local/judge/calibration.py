@@ -43,6 +43,7 @@ import numpy as np
 from ..errors import InputError, ModelError
 from ..records import VERDICTS
 from .prefilter import content_terms
+from .verdicts import verdict_of
 
 METADATA_FILE = "ragcheck.json"
 """File beside a model's weights with ragcheck-specific facts (languages, calibration)."""
@@ -209,8 +210,7 @@ class Calibration:
         similarity: Sequence[float] | np.ndarray | None = None,
     ) -> list[str]:
         """Calibrated verdict per (probabilities, claim, premise window)."""
-        calibrated = self.probabilities(probs, claims, premises, similarity)
-        return [VERDICTS[int(i)] for i in calibrated.argmax(axis=1)]
+        return [verdict_of(row) for row in self.probabilities(probs, claims, premises, similarity)]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the ``calibration`` section of ``ragcheck.json``)."""

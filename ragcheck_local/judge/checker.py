@@ -23,11 +23,10 @@ import numpy as np
 
 from ..config import NLIConfig
 from ..errors import InputError, ModelError
-from ..records import VERDICTS
 from .cache import MemoryCache
 from .calibration import METADATA_FILE, load_calibration
 from .embedding import Embedder, default_embedding_model
-from .verdicts import NEUTRAL_PROBS, Probs, combine
+from .verdicts import NEUTRAL_PROBS, Probs, combine, verdict_of
 
 logger = logging.getLogger(__name__)
 
@@ -826,7 +825,7 @@ class NLIChecker:
             calibrated = self.calibration.probabilities(
                 probs, [c for _, c in flat], [p for p, _ in flat], similarity
             )
-            window_verdicts = [VERDICTS[int(i)] for i in calibrated.argmax(axis=1)]
+            window_verdicts = [verdict_of(row) for row in calibrated]
             entail = calibrated[:, 0]
         results = []
         for (premise, _), (first, count) in zip(pairs, owners, strict=True):

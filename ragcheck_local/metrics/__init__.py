@@ -427,14 +427,18 @@ def _recall(m: CheckingMatrices, skip: bool) -> float | None:
     return _share(_ent(r2a))
 
 
-def _f1(m: CheckingMatrices, skip: bool) -> float | None:
-    precision, recall = _precision(m, skip), _recall(m, skip)
+def _harmonic_mean(precision: float | None, recall: float | None) -> float | None:
+    """RAGChecker's f1 rule: None if either side is unknown, 0 unless both are positive."""
     if precision is None or recall is None:
         return None
     if precision > 0 and recall > 0:
         # Same operation order as RAGChecker so the float result is bit-identical.
         return 2 * precision * recall / (precision + recall)
     return 0.0
+
+
+def _f1(m: CheckingMatrices, skip: bool) -> float | None:
+    return _harmonic_mean(_precision(m, skip), _recall(m, skip))
 
 
 def _mean_support(row: Row | None, support: Support | None, skip: bool) -> float | None:
@@ -455,12 +459,7 @@ def _soft_recall(m: CheckingMatrices, skip: bool) -> float | None:
 
 
 def _soft_f1(m: CheckingMatrices, skip: bool) -> float | None:
-    precision, recall = _soft_precision(m, skip), _soft_recall(m, skip)
-    if precision is None or recall is None:
-        return None
-    if precision > 0 and recall > 0:
-        return 2 * precision * recall / (precision + recall)
-    return 0.0
+    return _harmonic_mean(_soft_precision(m, skip), _soft_recall(m, skip))
 
 
 def _claim_recall(m: CheckingMatrices, skip: bool) -> float | None:
