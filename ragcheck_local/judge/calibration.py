@@ -25,6 +25,12 @@ Features (per premise window and claim; all pure Python):
     the same thing and contradicts it (high), which word overlap cannot. The caller computes it
     (a model); only heads that list it need it.
 
+A head may also carry ``contradiction_min_similarity``: a window whose calibrated verdict is
+Contradiction but whose embedding similarity to the claim is below it is Neutral
+(:func:`.verdicts.unrelated_to_neutral`): a chunk about something else gives no information,
+it does not contradict. Only Contradiction windows need the similarity then, so the embedding
+model runs on few pairs; Entailment, and with it every entailment-counting metric, is unchanged.
+
 Pure numpy; no torch, no spaCy.
 """
 
@@ -43,7 +49,7 @@ import numpy as np
 from ..errors import InputError, ModelError
 from ..records import VERDICTS
 from .prefilter import content_terms
-from .verdicts import verdict_of
+from .verdicts import unrelated_to_neutral, verdict_of
 
 METADATA_FILE = "ragcheck.json"
 """File beside a model's weights with ragcheck-specific facts (languages, calibration)."""
@@ -161,6 +167,8 @@ class Calibration:
     features: tuple[str, ...] = TEXT_FEATURES
     fitted_on: str = ""
     """Where the head was fitted (free text, for the manifest and the model card)."""
+    contradiction_min_similarity: float | None = None
+    """A Contradiction window less similar to its claim than this is Neutral (None: no gate)."""
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.features if f not in FEATURES]
@@ -170,11 +178,28 @@ class Calibration:
             raise ModelError(f"calibration: weights must be 3 rows of {len(self.features)} numbers")
         if not all(math.isfinite(w) for row in self.weights for w in row):
             raise ModelError("calibration: weights must be finite numbers")
+        gate = self.contradiction_min_similarity
+        if gate is not None and not (math.isfinite(gate) and -1.0 <= gate <= 1.0):
+            raise ModelError(
+                "calibration: contradiction_min_similarity must be a cosine in [-1, 1], "
+                f"found {gate!r}"
+            )
+
+    @property
+    def reads_similarity(self) -> bool:
+        """Whether the head's logits read the ``similarity`` feature (of every window)."""
+        return "similarity" in self.features
 
     @property
     def needs_similarity(self) -> bool:
-        """Whether the head reads the ``similarity`` feature (an embedding model is needed)."""
-        return "similarity" in self.features
+        """Whether applying the head needs an embedding model (the feature or the gate)."""
+        return self.reads_similarity or self.contradiction_min_similarity is not None
+
+    def gate(self, verdicts: Sequence[str], similarity: Sequence[float] | np.ndarray) -> list[str]:
+        """Apply ``contradiction_min_similarity`` to window verdicts (no gate: unchanged)."""
+        if self.contradiction_min_similarity is None:
+            return list(verdicts)
+        return unrelated_to_neutral(verdicts, similarity, self.contradiction_min_similarity)
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """Logits (n, 3) for rows of :data:`FEATURES`."""
@@ -209,8 +234,18 @@ class Calibration:
         premises: Sequence[str],
         similarity: Sequence[float] | np.ndarray | None = None,
     ) -> list[str]:
-        """Calibrated verdict per (probabilities, claim, premise window)."""
-        return [verdict_of(row) for row in self.probabilities(probs, claims, premises, similarity)]
+        """Calibrated verdict per (probabilities, claim, premise window), gate applied."""
+        verdicts = [
+            verdict_of(row) for row in self.probabilities(probs, claims, premises, similarity)
+        ]
+        if similarity is None:
+            if self.contradiction_min_similarity is not None:
+                raise ModelError(
+                    "calibration: this head's contradiction gate needs the similarity of each "
+                    "contradicting pair"
+                )
+            return verdicts
+        return self.gate(verdicts, np.asarray(similarity, dtype=np.float64))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the ``calibration`` section of ``ragcheck.json``)."""
@@ -220,7 +255,11 @@ class Calibration:
             "labels": list(VERDICTS),
             "weights": [list(r) for r in self.weights],
             "fitted_on": self.fitted_on,
-        }
+        } | (
+            {}
+            if self.contradiction_min_similarity is None
+            else {"contradiction_min_similarity": self.contradiction_min_similarity}
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "calibration") -> Calibration:
@@ -246,10 +285,17 @@ class Calibration:
             isinstance(r, list) and all(isinstance(w, int | float) for w in r) for r in weights
         ):
             raise ModelError(f"{source}: calibration weights must be lists of numbers")
+        gate = data.get("contradiction_min_similarity")
+        if gate is not None and (isinstance(gate, bool) or not isinstance(gate, int | float)):
+            raise ModelError(
+                f"{source}: calibration contradiction_min_similarity must be a number, "
+                f"found {gate!r}"
+            )
         return cls(
             weights=tuple(tuple(float(w) for w in r) for r in weights),
             features=tuple(features),
             fitted_on=str(data.get("fitted_on", "")),
+            contradiction_min_similarity=None if gate is None else float(gate),
         )
 
 

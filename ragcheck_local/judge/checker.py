@@ -23,6 +23,7 @@ import numpy as np
 
 from ..config import NLIConfig
 from ..errors import InputError, ModelError
+from ..records import CONTRADICTION
 from .cache import MemoryCache
 from .calibration import METADATA_FILE, load_calibration
 from .embedding import Embedder, default_embedding_model
@@ -821,11 +822,17 @@ class NLIChecker:
         window_verdicts: list[str] | None = None
         entail = probs[:, 0]
         if self.calibration is not None:
-            similarity = self.embedder.similarities(flat) if self.embedder is not None else None
-            calibrated = self.calibration.probabilities(
+            head = self.calibration
+            similarity = None
+            if head.reads_similarity and self.embedder is not None:
+                similarity = self.embedder.similarities(flat)
+            calibrated = head.probabilities(
                 probs, [c for _, c in flat], [p for p, _ in flat], similarity
             )
             window_verdicts = [verdict_of(row) for row in calibrated]
+            if head.contradiction_min_similarity is not None:
+                gate_sims = self._contradiction_similarity(flat, window_verdicts, similarity)
+                window_verdicts = head.gate(window_verdicts, gate_sims)
             entail = calibrated[:, 0]
         results = []
         for (premise, _), (first, count) in zip(pairs, owners, strict=True):
@@ -845,6 +852,22 @@ class NLIChecker:
                 )
             )
         return results
+
+    def _contradiction_similarity(
+        self,
+        flat: Sequence[tuple[str, str]],
+        verdicts: Sequence[str],
+        similarity: np.ndarray | None,
+    ) -> np.ndarray:
+        """Similarity of each Contradiction window (NaN elsewhere): the gate reads only those,
+        so the embedding model runs on them alone unless the head already read every window."""
+        if similarity is not None:
+            return similarity
+        out = np.full(len(flat), np.nan)
+        todo = [i for i, v in enumerate(verdicts) if v == CONTRADICTION]
+        if todo and self.embedder is not None:
+            out[todo] = self.embedder.similarities([flat[i] for i in todo])
+        return out
 
     def facts(self) -> dict[str, Any]:
         """The resolved settings: what the manifest records and the cache is keyed by."""
@@ -867,6 +890,10 @@ class NLIChecker:
             "embedding_model": None
             if self.embedder is None
             else (self.config.embedding_model or default_embedding_model()),
+            # Contradictions less similar to their claim than this read Neutral (None: no gate).
+            "contradiction_min_similarity": None
+            if self.calibration is None
+            else self.calibration.contradiction_min_similarity,
         }
 
     def settings_key(self) -> str:

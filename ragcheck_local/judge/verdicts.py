@@ -11,6 +11,7 @@ it, Contradiction if some part contradicts it and none entails it, else Neutral.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS
@@ -52,3 +53,29 @@ def combine(
         if candidates:
             return label, max(candidates, key=lambda i: parts[i][column])
     return NEUTRAL, max(range(len(parts)), key=lambda i: parts[i][0])
+
+
+def unrelated_to_neutral(
+    verdicts: Sequence[str], similarity: Sequence[float], min_similarity: float
+) -> list[str]:
+    """Contradictions from premises about something else become Neutral.
+
+    A retrieved chunk that does not speak of the claim's subject (embedding cosine of claim and
+    premise below ``min_similarity``) gives no information about it, so it cannot contradict
+    it; SNLI-style models call such pairs Contradiction. Entailment and Neutral are left as
+    they are, so every metric that counts entailment is unchanged. ``similarity`` is aligned
+    with ``verdicts`` and is only read where the verdict is Contradiction (NaN elsewhere is
+    fine).
+    """
+    if len(similarity) != len(verdicts):
+        raise ValueError(f"{len(similarity)} similarities for {len(verdicts)} verdicts")
+    out = list(verdicts)
+    for i, verdict in enumerate(verdicts):
+        if verdict != CONTRADICTION:
+            continue
+        value = float(similarity[i])
+        if math.isnan(value):
+            raise ValueError(f"verdict {i} is Contradiction but its similarity is missing")
+        if value < min_similarity:
+            out[i] = NEUTRAL
+    return out
