@@ -43,9 +43,10 @@ from calibrate import (  # noqa: E402
 from train_nli import locate_snli, read_snli  # noqa: E402
 
 from ragcheck_local.judge.checker import NLIChecker, NLIConfig  # noqa: E402
-from ragcheck_local.records import ENTAILMENT, NEUTRAL, VERDICTS  # noqa: E402
+from ragcheck_local.records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS  # noqa: E402
 
 NEUTRAL_ID = VERDICTS.index(NEUTRAL)
+CONTRADICTION_ID = VERDICTS.index(CONTRADICTION)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "nli-eval"
 LETTER = {"e": 0, "n": 1, "c": 2}
@@ -212,6 +213,12 @@ def evaluate_model(
             rows.append(Row(name, "accuracy (3-way)", acc, len(ds.pairs), speed))
             rows.append(Row(name, "supported-vs-rest balanced accuracy", bacc, len(ds.pairs), None))
             log(f"{name}: 3-way {acc:.4f}, supported-vs-rest balanced {bacc:.4f}")
+            refuted = gold == CONTRADICTION_ID
+            if refuted.any():
+                # What contradiction_rate can be trusted with: real refutations found.
+                recall = float((pred[refuted] == CONTRADICTION_ID).mean())
+                rows.append(Row(name, "refute recall", recall, int(refuted.sum()), None))
+                log(f"{name}: refute recall {recall:.4f} ({int(refuted.sum())} pairs)")
     else:
         log(f"skipped Factcheck-GPT: {factcheck} absent")
 
