@@ -331,11 +331,14 @@ def _engine(
 
 
 def _fresh(engine: Any) -> Any:
-    """The engine with an empty run-wide dedupe cache: every timed run starts cold (otherwise
-    a repeat, or the pairs of the warm-up, would be answered from memory, not scored)."""
+    """The engine with an empty run-wide dedupe cache and no kept embeddings: every timed run
+    starts cold (otherwise a repeat, or the pairs of the warm-up, would be answered from
+    memory, not scored)."""
     from ragcheck_local.judge.cache import MemoryCache
 
     engine.cache = MemoryCache()
+    if engine.embedder is not None:
+        engine.embedder.clear()
     return engine
 
 
@@ -343,6 +346,8 @@ def _prefiltered(engine: Any, prefilter: Any) -> Callable[[Sequence[tuple[str, s
     """Engine behind the relevance screen: skipped pairs are Neutral."""
 
     def run(pairs: Sequence[tuple[str, str]]) -> list[str]:
+        if prefilter._embedder is not None:  # cold, like the engine behind it
+            prefilter._embedder.clear()
         keep = prefilter.keep(pairs)
         kept = [p for p, k in zip(pairs, keep, strict=True) if k]
         verdicts = iter(r.verdict for r in _fresh(engine).check(kept))

