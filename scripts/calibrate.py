@@ -70,6 +70,7 @@ from make_grounding_data import (  # noqa: E402
     read_factcheck,
 )
 
+from ragcheck_local.formats.files import write_json  # noqa: E402
 from ragcheck_local.judge.calibration import (  # noqa: E402
     FEATURES,
     METADATA_FILE,
@@ -190,14 +191,18 @@ def window_features(checker: NLIChecker, ds: DevSet, embedder: Embedder) -> np.n
     return feature_matrix(probs, claims, premises, similarity)
 
 
-def scores(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-    """3-way accuracy and entailment-vs-rest balanced accuracy."""
+def scores(pred: np.ndarray, gold: np.ndarray) -> dict[str, float | int | None]:
+    """3-way accuracy and entailment-vs-rest balanced accuracy; the latter is None (undefined,
+    and JSON has no NaN) for a set without entailed or without non-entailed pairs."""
     e_gold, e_pred = gold == 0, pred == 0
-    bal = 0.5 * (
-        (e_pred[e_gold].mean() if e_gold.any() else np.nan)
-        + ((~e_pred)[~e_gold].mean() if (~e_gold).any() else np.nan)
-    )
-    return {"acc": float((pred == gold).mean()), "bal_acc_entailment": float(bal), "n": len(gold)}
+    bal = None
+    if e_gold.any() and (~e_gold).any():
+        bal = float(0.5 * (e_pred[e_gold].mean() + (~e_pred)[~e_gold].mean()))
+    return {"acc": float((pred == gold).mean()), "bal_acc_entailment": bal, "n": len(gold)}
+
+
+def _pct(value: float | None) -> str:
+    return "  n/a" if value is None else f"{100 * value:5.1f}"
 
 
 def sample_weights(
@@ -432,25 +437,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"{name:24s} n={r['argmax']['n']:5d}  "
             f"acc {100 * r['argmax']['acc']:5.1f} -> {100 * r['calibrated']['acc']:5.1f}  "
-            f"bal_acc(E) {100 * r['argmax']['bal_acc_entailment']:5.1f} -> "
-            f"{100 * r['calibrated']['bal_acc_entailment']:5.1f}"
+            f"bal_acc(E) {_pct(r['argmax']['bal_acc_entailment'])} -> "
+            f"{_pct(r['calibrated']['bal_acc_entailment'])}"
         )
     if a.json:
-        a.json.write_text(json.dumps({"report": report, **head.to_dict()}, indent=2) + "\n")
+        write_json(a.json, {"report": report, **head.to_dict()})
     if a.write_head:
-        body = {"calibration": {**head.to_dict(), "report": report}}
-        tmp = a.write_head.with_name(a.write_head.name + ".tmp")
-        tmp.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, a.write_head)
+        write_json(a.write_head, {"calibration": {**head.to_dict(), "report": report}})
         print(f"wrote {a.write_head}")
     if a.write:
         meta = read_model_metadata(a.model)
-        meta["calibration"] = head.to_dict()
-        meta["calibration"]["report"] = report
+        meta["calibration"] = {**head.to_dict(), "report": report}
         path = Path(a.model) / METADATA_FILE
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_json(path, meta)
         print(f"wrote {path}")
     return 0
 

@@ -191,6 +191,17 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     assert "factcheck_dev_calib" in head.fitted_on and "weight 2" in head.fitted_on
     assert "snli_val (" in head.fitted_on and "unrelated_snli_val (" in head.fitted_on
     assert "weight 0)" in head.fitted_on  # the unrelated-premise set is reported, not fitted
+
+    def strict(text: str) -> dict:
+        def refuse(constant: str) -> None:
+            raise ValueError(f"not JSON: {constant}")
+
+        return json.loads(text, parse_constant=refuse)
+
+    # The all-neutral unrelated set has no balanced accuracy: null, never NaN (not JSON).
+    unrelated_report = strict(report.read_text())["report"]["unrelated_snli_val"]
+    assert unrelated_report["calibrated"]["bal_acc_entailment"] is None
+    strict((model / "ragcheck.json").read_text())
     sets = set(json.loads(report.read_text())["report"])
     assert {"factcheck_dev_calib", "factcheck_dev_report", "lingnli_val_calib"} <= sets
     # The fitted and the reporting halves never share a pair.
@@ -223,6 +234,14 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
         calib.main([*no_write, "--contradiction-gate", "1.5"])
     with pytest.raises(SystemExit):
         calib.main([*no_write, "--contradiction-gate", "0.8", "--no-snli"])
+
+
+def test_scores_leave_balanced_accuracy_undefined_without_both_sides() -> None:
+    calib = load_calibrate()
+    both = calib.scores(np.array([0, 1, 1]), np.array([0, 0, 1]))
+    assert both == {"acc": 2 / 3, "bal_acc_entailment": 0.75, "n": 3}
+    neutral_only = calib.scores(np.array([1, 2]), np.array([1, 1]))
+    assert neutral_only == {"acc": 0.5, "bal_acc_entailment": None, "n": 2}
 
 
 def test_choose_min_similarity_is_the_smallest_gate_reaching_the_target() -> None:
