@@ -376,6 +376,19 @@ def _support(results: list[Any], index: int | None) -> float:
     return round(results[index].support, 6) if index is not None else 0.0
 
 
+def chunk_verdict(results: Sequence[Any], row: Sequence[int | None]) -> tuple[str, int | None]:
+    """A claim's verdict against all the chunks and the deciding chunk's index.
+
+    Reads the verdicts the checker gave each (chunk, claim) pair — the very values the
+    ``retrieved2*`` matrices hold, after the calibrated head and its contradiction gate — so the
+    claim details, the claims JSONL and the reports can never disagree with the metrics. A chunk
+    with no forward pass (empty text, screened out) is Neutral.
+    """
+    parts = [results[i].probs if i is not None else NEUTRAL_PROBS for i in row]
+    verdicts = [results[i].verdict if i is not None else NEUTRAL for i in row]
+    return combine(parts, verdicts)
+
+
 def _details(
     item: RagItem,
     claims: list[Claim],
@@ -392,17 +405,25 @@ def _details(
         if claim.original is not None:
             entry["original"] = claim.original  # as written; "claim" is what was checked
         if chunk_grid is not None:
-            parts = [results[i].probs if i is not None else NEUTRAL_PROBS for i in chunk_grid[k]]
-            verdict, best = combine(parts)
+            verdict, best = chunk_verdict(results, chunk_grid[k])
+            pair = chunk_grid[k][best] if best is not None else None
             entry["verdict"] = verdict
-            entry["probs"] = _probs(parts[best]) if best is not None else None
+            entry["probs"] = (
+                None
+                if best is None
+                else _probs(results[pair].probs if pair is not None else NEUTRAL_PROBS)
+            )
+            deciding = best is not None and verdict != NEUTRAL
             entry["doc_id"] = (
                 item.retrieved_context[best].doc_id  # type: ignore[index]
-                if best is not None and verdict != NEUTRAL
+                if deciding
                 else None
             )
+            # Where in the deciding chunk its deciding window lies (character offsets).
+            span = results[pair].window_span if deciding and pair is not None else None
+            entry["evidence_span"] = list(span) if span is not None else None
         else:
-            entry.update({"verdict": None, "probs": None, "doc_id": None})
+            entry.update({"verdict": None, "probs": None, "doc_id": None, "evidence_span": None})
         if ref_row is not None:
             i = ref_row[k]
             entry[f"{ref}_verdict"] = results[i].verdict if i is not None else NEUTRAL

@@ -12,6 +12,21 @@ VERDICTS: tuple[str, str, str] = (ENTAILMENT, NEUTRAL, CONTRADICTION)
 """RAGChecker's verdict strings; also the canonical order of probability vectors."""
 
 
+def claim_verdict(verdicts: Sequence[str]) -> str:
+    """A claim's verdict against several premises (the chunks of a retrieved context, the
+    windows of one long premise) from its verdict against each: Entailment if any entails,
+    else Contradiction if any contradicts, else Neutral (also for none).
+
+    The one rule every view uses: the metrics (``contradiction_rate``, ``unsupported_rate``),
+    the claim details, the claims JSONL and the reports.
+    """
+    if ENTAILMENT in verdicts:
+        return ENTAILMENT
+    if CONTRADICTION in verdicts:
+        return CONTRADICTION
+    return NEUTRAL
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One retrieved passage."""

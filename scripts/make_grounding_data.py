@@ -451,6 +451,109 @@ def factcheck_pairs(rows: Iterable[dict[str, str]]) -> tuple[list[dict], list[di
     return train, traindev
 
 
+# --------------------------------------------------------------------------------------------
+# WiCE: real Wikipedia claims against their cited pages, sentence-level evidence
+# --------------------------------------------------------------------------------------------
+
+WICE_LABEL = {
+    "supported": "entailment",
+    "partially_supported": "neutral",
+    "not_supported": "neutral",
+}
+
+
+def is_wice_dev(claim: str) -> bool:
+    """WiCE claims held out for checkpoint selection (first sha1 hex digit 0-2, ~19%)."""
+    return claim_sha1(claim)[0] in "012"
+
+
+def _wice_sentences(evidence: object, where: str) -> list[str]:
+    if not isinstance(evidence, list) or not all(isinstance(s, str) for s in evidence):
+        raise SystemExit(f"{where}: field 'evidence' must be a list of strings")
+    return evidence
+
+
+def wice_pairs(
+    retrieval: Path, oracle: Path | None, seed: int, max_words: int
+) -> tuple[list[dict], list[dict]]:
+    """(train, dev) rows from WiCE: sentence-level and oracle-chunk premises.
+
+    A claim against one of its annotated supporting sentence sets is entailed when the claim is
+    ``supported`` and not entailed (neutral) when it is only ``partially_supported`` or
+    ``not_supported``: RAGChecker counts a claim only when it is fully entailed. A claim against
+    other sentences of its cited page (one sentence or an adjacent pair, never an annotated
+    supporting sentence) is neutral; one of them is the page sentence that shares the most content
+    words with the claim, the hard negative a retriever would return. The oracle chunk (the
+    annotated evidence sentences together) is entailed for ``supported`` claims, else neutral.
+    """
+    train: list[dict] = []
+    dev: list[dict] = []
+
+    def add(claim: str, premise: str, label: str, kind: str) -> None:
+        if not premise.strip() or len(words(premise)) > max_words:
+            return
+        row = {
+            "premise": premise,
+            "hypothesis": claim,
+            "label": label,
+            "group": f"wice:{claim_sha1(claim)[:12]}",
+            "source": "WiCE (ODC-BY annotations; Wikipedia CC BY-SA / Common Crawl text)",
+            "kind": kind,
+        }
+        (dev if is_wice_dev(claim) else train).append(row)
+
+    with retrieval.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            where = f"{retrieval}:{lineno}"
+            claim, label = row.get("claim"), row.get("label")
+            if not isinstance(claim, str) or label not in WICE_LABEL:
+                raise SystemExit(f"{where}: field 'claim'/'label' missing or bad ({label!r})")
+            sents = _wice_sentences(row.get("evidence"), where)
+            sets = row.get("supporting_sentences") or []
+            if not isinstance(sets, list):
+                raise SystemExit(f"{where}: field 'supporting_sentences' must be a list")
+            rng = random.Random(f"{seed}:{claim}")
+            used: set[int] = set()
+            for idx in sets:
+                good = sorted({i for i in idx if isinstance(i, int) and 0 <= i < len(sents)})
+                used.update(good)
+                if good:
+                    premise = " ".join(sents[i] for i in good)
+                    add(claim, premise, WICE_LABEL[label], f"support_set/{label}")
+            # Candidates: real page sentences (no metadata lines), away from any annotated one.
+            free = [
+                i
+                for i, s in enumerate(sents)
+                if i not in used
+                and not s.startswith("(meta data)")
+                and len(words(s)) >= 5
+                and all(abs(i - j) > 1 for j in used)
+            ]
+            if not free:
+                continue
+            terms = content_words(claim)
+            best = max(free, key=lambda i: (len(terms & content_words(sents[i])), -i))
+            add(claim, sents[best], "neutral", "page_sentence/overlap")
+            pick = rng.choice(free)
+            pair = " ".join(sents[pick : pick + 2]) if pick + 1 in free else sents[pick]
+            add(claim, pair, "neutral", "page_sentence/random")
+    if oracle is not None:
+        with oracle.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                claim, label = row.get("claim"), row.get("label")
+                if not isinstance(claim, str) or label not in WICE_LABEL:
+                    raise SystemExit(f"{oracle}:{lineno}: field 'claim'/'label' missing or bad")
+                sents = _wice_sentences(row.get("evidence"), f"{oracle}:{lineno}")
+                add(claim, " ".join(sents), WICE_LABEL[label], f"oracle_chunk/{label}")
+    return train, dev
+
+
 def passages(doc: Document, min_words: int, max_words: int) -> list[str]:
     """Group consecutive paragraphs into passages of ``min_words``..``max_words`` words; a long
     paragraph is cut at sentence boundaries."""
@@ -608,6 +711,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="output directory")
     ap.add_argument("--python-docs", type=Path, default=DEFAULT_DOCS, help="python3-doc HTML root")
     ap.add_argument("--factcheck", type=Path, default=None, help="claim_evidence_stance.jsonl")
+    ap.add_argument(
+        "--wice", type=Path, default=None,
+        help="WiCE folder (retrieval_claim_dev.jsonl, oracle_chunks_claim_dev.jsonl)",
+    )  # fmt: skip
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--min-words", type=int, default=40)
     ap.add_argument("--max-words", type=int, default=170)
@@ -631,6 +738,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         fc_train, fc_traindev = factcheck_pairs(rows)
         counts["factcheck_train"] = write_jsonl(a.out / "factcheck_train.jsonl", fc_train)
         counts["factcheck_traindev"] = write_jsonl(a.out / "factcheck_traindev.jsonl", fc_traindev)
+    if a.wice is not None:
+        oracle = a.wice / "oracle_chunks_claim_dev.jsonl"
+        w_train, w_dev = wice_pairs(
+            a.wice / "retrieval_claim_dev.jsonl",
+            oracle if oracle.is_file() else None,
+            a.seed,
+            a.max_words,
+        )
+        counts["wice_train"] = write_jsonl(a.out / "wice_train.jsonl", w_train)
+        counts["wice_dev"] = write_jsonl(a.out / "wice_dev.jsonl", w_dev)
+        w_kinds: dict[str, int] = {}
+        for row in w_train:
+            key = f"{row['label']}/{row['kind']}"
+            w_kinds[key] = w_kinds.get(key, 0) + 1
+        counts["wice_train_by_kind"] = dict(sorted(w_kinds.items()))
     if not docs:
         print("no source documents", file=sys.stderr)
         return 2

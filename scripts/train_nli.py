@@ -385,6 +385,8 @@ class TrainConfig:
     snli_per_epoch: int = 0
     """SNLI pairs drawn per epoch (0 = all)."""
     resume: bool = False
+    ledger: str = ""
+    """A JSON Lines file to which one record per run segment is appended (see ``ledger_record``)."""
 
 
 def set_seed(seed: int) -> None:
@@ -463,6 +465,49 @@ def _atomic_save(obj: object, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     torch.save(obj, tmp)
     os.replace(tmp, path)
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file (the weights a segment started from or ended with)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def ledger_record(
+    cfg: TrainConfig, metrics: dict[str, object], out: Path, init_sha256: str | None
+) -> dict[str, object]:
+    """One training segment: where it started, how far it went, what the dev sets said.
+
+    ``init_sha256`` of a segment equals ``out_sha256`` of the segment it resumed from, which is
+    what shows that segments continue each other rather than restart.
+    """
+    dev = metrics["dev"]
+    return {
+        "init": cfg.init or cfg.base,
+        "init_sha256": init_sha256,
+        "out": cfg.out,
+        "out_sha256": file_sha256(out / "model.safetensors"),
+        "seed": cfg.seed,
+        "lr": cfg.lr,
+        "steps_done": metrics["steps_done"],
+        "best_step": metrics["best_step"],
+        "pairs_seen": int(metrics["steps_done"]) * cfg.batch_size,
+        "best_dev_score": round(float(metrics["best_dev_score"]), 4),
+        "dev": {
+            name: {k: (round(float(v), 4) if k != "n" else v) for k, v in ev.items()}
+            for name, ev in dev.items()  # type: ignore[union-attr]
+        },
+        "snli_test_acc": round(float(metrics["snli_test_acc"]), 4),
+        "unrelated_neutral_rate": round(float(metrics["unrelated_neutral_rate"]), 4),
+        "train_seconds": metrics["train_seconds"],
+        "extra_train": list(cfg.extra_train),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def lr_lambda(step: int, warmup: int, total: int) -> float:
@@ -547,6 +592,9 @@ def train(cfg: TrainConfig) -> dict[str, object]:
         print(" ".join(f"{k}={v}" for k, v in record.items() if k != "confusion"), flush=True)
 
     t0 = time.monotonic()
+    # Hashed before anything is written: a segment may write over the checkpoint it started from.
+    init_weights = Path(cfg.init or cfg.base) / "model.safetensors"
+    init_sha256 = file_sha256(init_weights) if init_weights.is_file() else None
     data_dir = Path(cfg.snli_dir)
     all_train = read_snli(data_dir / TRAIN_FILE)
     test_pairs = read_snli(data_dir / TEST_FILE)
@@ -797,6 +845,15 @@ def train(cfg: TrainConfig) -> dict[str, object]:
         shutil.rmtree(old)
     else:
         os.replace(tmp, out)
+    if cfg.ledger:
+        ledger = Path(cfg.ledger)
+        ledger.parent.mkdir(parents=True, exist_ok=True)
+        record = ledger_record(cfg, metrics, out, init_sha256)
+        previous = ledger.read_text(encoding="utf-8") if ledger.is_file() else ""
+        record = {"segment": sum(1 for ln in previous.splitlines() if ln.strip()) + 1, **record}
+        tmp_ledger = ledger.with_name(ledger.name + ".tmp")
+        tmp_ledger.write_text(previous + json.dumps(record) + "\n", encoding="utf-8")
+        os.replace(tmp_ledger, ledger)
     return metrics
 
 
@@ -856,6 +913,10 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     )  # fmt: skip
     ap.add_argument("--snli-per-epoch", type=int, default=0, help="SNLI pairs per epoch (0 = all)")
     ap.add_argument("--resume", action="store_true", help="continue from OUT.ckpt if present")
+    ap.add_argument(
+        "--ledger", default="",
+        help="JSON Lines file that gets one record for this run segment when it ends",
+    )  # fmt: skip
     a = ap.parse_args(argv)
     for flag in ("augment_share", "unrelated_share"):
         if not 0.0 <= getattr(a, flag) <= 1.0:

@@ -111,15 +111,23 @@ def test_identical_runs_have_zero_delta_and_zero_interval() -> None:
 
 def test_changed_claims_are_matched_by_text() -> None:
     a = run_a()
-    # run A's q4 takes its verdicts from claim_details (overriding the matrix)
-    a["results"][3]["claim_details"] = {
-        "response": [{"claim": "Claim one.", "verdict": N}, {"claim": "Claim two.", "verdict": N}]
-    }
+    a["results"][3]["retrieved2response"] = [[N], [N]]
     changes = compare_runs(a, run_b(), n_boot=50).claim_changes
     assert [(c.query_id, c.side, c.claim, c.verdict_a, c.verdict_b) for c in changes] == [
         ("q1", "response", "Claim one.", E, C),
         ("q4", "response", "Claim one.", N, E),
     ]
+
+
+def test_a_detail_that_disagrees_with_the_matrix_never_shows() -> None:
+    # Files written by earlier versions could hold a claim_details verdict that differs from
+    # the matrix the metrics counted; the comparison reads the matrix.
+    a = run_a()
+    a["results"][3]["claim_details"] = {
+        "response": [{"claim": "Claim one.", "verdict": N}, {"claim": "Claim two.", "verdict": N}]
+    }
+    changes = compare_runs(a, run_b(), n_boot=50).claim_changes
+    assert [(c.query_id, c.verdict_a, c.verdict_b) for c in changes] == [("q1", E, C)]
 
 
 def test_bootstrap_is_seeded_and_flags_clear_changes() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS
+from ..records import CONTRADICTION, NEUTRAL, VERDICTS, claim_verdict
 
 Probs = tuple[float, float, float]
 NEUTRAL_PROBS: Probs = (0.0, 1.0, 0.0)
@@ -48,11 +48,12 @@ def combine(
         verdicts = [verdict_of(p) for p in parts]
     elif len(verdicts) != len(parts):
         raise ValueError(f"{len(verdicts)} verdicts for {len(parts)} parts")
-    for label, column in ((ENTAILMENT, 0), (CONTRADICTION, 2)):
-        candidates = [i for i, v in enumerate(verdicts) if v == label]
-        if candidates:
-            return label, max(candidates, key=lambda i: parts[i][column])
-    return NEUTRAL, max(range(len(parts)), key=lambda i: parts[i][0])
+    label = claim_verdict(verdicts)
+    if label == NEUTRAL:
+        return NEUTRAL, max(range(len(parts)), key=lambda i: parts[i][0])
+    column = VERDICTS.index(label)
+    candidates = [i for i, v in enumerate(verdicts) if v == label]
+    return label, max(candidates, key=lambda i: parts[i][column])
 
 
 def unrelated_to_neutral(

@@ -80,7 +80,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetricsInputError, show_value
-from ..records import CONTRADICTION, ENTAILMENT, VERDICTS
+from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS, claim_verdict
 
 PRECISION = "precision"
 RECALL = "recall"
@@ -550,14 +550,14 @@ def _contradiction_rate(m: CheckingMatrices, skip: bool) -> float | None:
     ret2r = m.retrieved2response or ()
     if not ret2r:
         return None if skip else 0.0
-    return _share([CONTRADICTION in row and ENTAILMENT not in row for row in ret2r])
+    return _share([claim_verdict(row) == CONTRADICTION for row in ret2r])
 
 
 def _unsupported_rate(m: CheckingMatrices, skip: bool) -> float | None:
     ret2r = m.retrieved2response or ()
     if not ret2r:
         return None if skip else 0.0
-    return _share([CONTRADICTION not in row and ENTAILMENT not in row for row in ret2r])
+    return _share([claim_verdict(row) == NEUTRAL for row in ret2r])
 
 
 ItemFunction = Callable[[CheckingMatrices, bool], float | None]

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import InputError, show_value
 from ..formats.output import check_output, read_output
 from ..metrics import CheckingMatrices
-from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS, Chunk
+from ..records import NEUTRAL, VERDICTS, Chunk, claim_verdict
 from .meta import GROUPS, METRICS, info
 
 
@@ -107,11 +107,8 @@ def verdict_from_row(row: Sequence[str]) -> tuple[str, int | None]:
     Entailment if any chunk entails, else Contradiction if any contradicts, else Neutral
     (no deciding chunk). An empty row is Neutral.
     """
-    for label in (ENTAILMENT, CONTRADICTION):
-        for i, verdict in enumerate(row):
-            if verdict == label:
-                return label, i
-    return NEUTRAL, None
+    label = claim_verdict(row)
+    return label, None if label == NEUTRAL else row.index(label)
 
 
 def _number(value: Any, *, top: float, record: str | None, field: str) -> float | None:
@@ -226,9 +223,13 @@ def _claims(
             field = f"claim_details.{side}[{i}]"
             span = _span(detail.get("span"), source)
             if detail.get("verdict") is not None:
-                verdict = _verdict(detail["verdict"], record, f"{field}.verdict")
-                doc_id = detail.get("doc_id")
-                doc_id = None if doc_id is None else str(doc_id)
+                stated = _verdict(detail["verdict"], record, f"{field}.verdict")
+                # The matrix row is what the metrics counted: a detail that disagrees with it
+                # (earlier versions wrote such files) never changes what the report shows.
+                if verdict is None or stated == verdict:
+                    verdict = stated
+                    doc_id = detail.get("doc_id")
+                    doc_id = None if doc_id is None else str(doc_id)
             if ref is None and detail.get(detail_ref_key) is not None:
                 ref = _verdict(detail[detail_ref_key], record, f"{field}.{detail_ref_key}")
         support = supports[i] if supports is not None and i < len(supports) else None
