@@ -27,6 +27,7 @@ from .errors import InputError, show_value
 from .formats.checkpoint import Checkpoint
 from .formats.files import check_output_path, remove_stale_temps, write_json
 from .formats.input import RecordRules, iter_items
+from .formats.lock import OutputLock, lock_path
 from .formats.output import output_paths, read_output, write_claims, write_output
 from .metrics import (
     ANSWER2RESPONSE,
@@ -100,6 +101,9 @@ def _check_paths(input_path: Path, paths: dict[str, Path]) -> None:
     """Every file a run writes must be a usable path and none may be the input."""
     for name in ("claims", "manifest", "checkpoint"):
         check_output_path(paths[name], inputs=[input_path], option=f"--output ({name} file)")
+    check_output_path(
+        lock_path(paths["output"]), inputs=[input_path], option="--output (lock file)"
+    )
 
 
 def _language_note(
@@ -158,6 +162,14 @@ def evaluate(
     check_output_path(output_path, inputs=[input_path])  # the raw text: "" or "dir/" too
     paths = output_paths(output_path)
     _check_paths(input_path, paths)
+    # For the whole run: a second run on the same output exits 2 before it writes anything.
+    with OutputLock(paths["output"]):
+        return _evaluate(input_path, paths, config, t_start)
+
+
+def _evaluate(
+    input_path: Path, paths: dict[str, Path], config: EvalConfig, t_start: float
+) -> RunSummary:
     run = config.run
     names = resolve_metrics(run.metrics)  # bad names fail before any reading
     metrics = with_extras(names)
@@ -448,4 +460,5 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
 
 
 def _write(path: str | Path, data: Mapping[str, Any]) -> None:
-    write_output(path, data["results"], {k: v for k, v in data.items() if k != "results"})
+    with OutputLock(path):  # never under a run that is writing the same file
+        write_output(path, data["results"], {k: v for k, v in data.items() if k != "results"})

@@ -31,6 +31,8 @@ class Checkpoint:
         """Why :meth:`resume` found nothing to resume ("" when it resumed)."""
         self.counts: dict[str, int] = {}
         """The per-block counters of the resumed blocks, summed."""
+        self._pending = False
+        """Started, but no block yet: the file is not created (or not yet replaced)."""
 
     def resume(self, on_result: Callable[[Mapping[str, Any]], None]) -> set[str]:
         """The query_ids of the finished items; each finished result goes to ``on_result``.
@@ -44,19 +46,22 @@ class Checkpoint:
         return done
 
     def start(self) -> None:
-        """Start a fresh checkpoint (the header line only)."""
+        """Start a fresh checkpoint. The file is created with the first finished block, so a
+        run that fails before one (a broken model, bad options) leaves no file behind."""
         self._open(0)
 
     def append(self, results: list[dict[str, Any]], counts: Mapping[str, int]) -> None:
         """Record one finished block and its counters, durably (a write error names the
         file: :class:`OutputError`)."""
-        if self._fh is None:
+        if self._fh is None and not self._pending:
             raise RuntimeError("Checkpoint.append before start() or resume()")
         with writing(self.path):
-            self._fh.write(dumps_json({"results": results, "counts": dict(counts)}, indent=None))
-            self._fh.write("\n")
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            fh = self._fh if self._fh is not None else self._open_file(0)
+            self._pending = False
+            fh.write(dumps_json({"results": results, "counts": dict(counts)}, indent=None))
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
 
     def close(self) -> None:
         """Close the file (it stays on disk until :meth:`remove`)."""
@@ -65,7 +70,9 @@ class Checkpoint:
             self._fh = None
 
     def results(self) -> Iterator[dict[str, Any]]:
-        """Every finished result, in order (streamed)."""
+        """Every finished result, in order (streamed; none when no block finished)."""
+        if self._pending:
+            return
         with open(self.path, encoding="utf-8") as fh:
             next(fh)  # header
             for line in fh:
@@ -78,19 +85,24 @@ class Checkpoint:
         self.path.unlink(missing_ok=True)
 
     def _open(self, valid: int) -> None:
+        if not valid:
+            self._pending = True  # created by the first append()
+            return
         with writing(self.path):
             self._open_file(valid)
 
-    def _open_file(self, valid: int) -> None:
+    def _open_file(self, valid: int) -> IO[str]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if valid:
-            self._fh = open(self.path, "a", encoding="utf-8")
+            fh = open(self.path, "a", encoding="utf-8")
             # Cut a torn tail so appended lines start on a fresh line.
-            self._fh.seek(0, os.SEEK_END)
-            self._fh.truncate(valid)
+            fh.seek(0, os.SEEK_END)
+            fh.truncate(valid)
         else:
-            self._fh = open(self.path, "w", encoding="utf-8")
-            self._fh.write(dumps_json({"run_key": self.run_key}, indent=None) + "\n")
+            fh = open(self.path, "w", encoding="utf-8")
+            fh.write(dumps_json({"run_key": self.run_key}, indent=None) + "\n")
+        self._fh = fh
+        return fh
 
     def _read(self, on_result: Callable[[Mapping[str, Any]], Any]) -> int:
         """Feed the finished results to ``on_result``; the byte length of the valid part."""

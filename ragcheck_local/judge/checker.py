@@ -28,6 +28,7 @@ from .cache import MemoryCache
 from .calibration import METADATA_FILE, load_calibration
 from .embedding import Embedder, default_embedding_model
 from .verdicts import NEUTRAL_PROBS, Probs, combine, verdict_of
+from .weights import check_weights
 
 logger = logging.getLogger(__name__)
 
@@ -391,6 +392,9 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
         raise InputError(
             f"{config.max_length} exceeds the model's limit of {limit}", field="max_length"
         )
+    if config.backend != "onnx" or not any(path.glob("*.onnx")):
+        check_weights(path)  # truncated or missing weight files: exit 2 naming the file
+    load_tokenizer(path, config.model_path)
     if config.calibrate:
         # A broken ragcheck.json or head file fails now, not after files exist.
         head = load_calibration(path, config.calibration)
@@ -409,6 +413,17 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
         "columns": columns,
         "languages": model_languages(path),
     }
+
+
+def load_tokenizer(path: str | Path, shown: str) -> Any:
+    """The model's tokenizer, loaded offline; a missing or broken one is a :class:`ModelError`
+    naming the model (``shown``: the path as the user gave it)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise ModelError(f"cannot load the tokenizer of {shown!r}: {exc}") from None
 
 
 def model_languages(model_dir: str | Path) -> tuple[str, ...] | None:
@@ -464,7 +479,7 @@ class NLIChecker:
         to, whichever blocks ran before, so a resumed run reproduces every float bit (batch
         composition moves probabilities in the 7th decimal)."""
         import torch
-        from transformers import AutoConfig, AutoTokenizer
+        from transformers import AutoConfig
 
         from .device import resolve_device, resolve_dtype
 
@@ -474,9 +489,9 @@ class NLIChecker:
         self.dtype = resolve_dtype(config.dtype, self.device)
         try:
             hf_config = AutoConfig.from_pretrained(self.model_path, local_files_only=True)
-            self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load model {config.model_path!r}: {exc}") from None
+        self.tokenizer = load_tokenizer(self.model_path, config.model_path)
         self.columns = label_columns(hf_config.id2label, config.model_path)
         self.calibration = (
             load_calibration(self.model_path, config.calibration) if config.calibrate else None
@@ -513,6 +528,7 @@ class NLIChecker:
             self._forward = self._onnx_forward()
         else:
             self._forward = self._torch_forward(torch)
+        self._probe()
         if cache_path:
             from .cache import NLICache
 
@@ -527,6 +543,17 @@ class NLIChecker:
         )
 
     # -- loading -----------------------------------------------------------------------------
+
+    def _probe(self) -> None:
+        """Score one pair: weights that load but compute NaN or infinity (a corrupt file, a
+        bad dtype) fail here, before the run writes anything, naming the model."""
+        probs = self._forward(self.encoder.batch([("A man sleeps.", "A man sleeps.")]))
+        if probs.shape != (1, len(self.columns)) or not np.isfinite(probs).all():
+            raise ModelError(
+                f"model {self.config.model_path!r} gives no finite scores on a test pair "
+                f"(output {probs.tolist()!r}); its weights are corrupt or do not fit "
+                f"dtype {self.resolved_dtype}"
+            )
 
     def _max_length(self, hf_config: Any) -> int:
         model_limit = _limit_of(
@@ -544,13 +571,15 @@ class NLIChecker:
         return min(model_limit, 512)
 
     def _torch_forward(self, torch: Any) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+        from safetensors import SafetensorError
         from transformers import AutoModelForSequenceClassification
 
         try:
             model = AutoModelForSequenceClassification.from_pretrained(
                 self.model_path, local_files_only=True, dtype=self.dtype
             )
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
+            # RuntimeError: a checkpoint whose tensors do not fit the config's shapes.
             raise ModelError(f"cannot load model {self.config.model_path!r}: {exc}") from None
         model.to(self.device).eval()
         # Read the inputs off the plain model: a compiled one's forward is (*args, **kwargs).
