@@ -40,6 +40,7 @@ ClaimMode = Literal["sentence", "atomic"]
 PrefilterMode = Literal["off", "lexical", "embedding"]
 EmptyPolicy = Literal["zero", "skip"]
 OnError = Literal["raise", "skip"]
+OnLanguageMismatch = Literal["warn", "skip", "error"]
 InputFormat = Literal["auto", "ragchecker", "jsonl", "parquet", "csv", "json-table"]
 EngineKind = Literal["local", "ray"]
 
@@ -290,6 +291,14 @@ class InputConfig(_Section):
             min=1,
         ),
     )
+    on_language_mismatch: OnLanguageMismatch = field(
+        default="warn",
+        metadata=_help(
+            "Items in a language the judge does not declare: evaluate them with a warning in "
+            "the item, the manifest and the reports; skip them (recorded as rejected); or stop "
+            "(exit 2)."
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -417,6 +426,7 @@ FLAT_KEYS: dict[str, tuple[str, ...]] = {
     "column_map": ("input.column_map",),
     "on_error": ("input.on_error",),
     "max_item_chars": ("input.max_item_chars",),
+    "on_language_mismatch": ("input.on_language_mismatch",),
     "metrics": ("run.metrics",),
     "empty_policy": ("run.empty_policy",),
     "block_size": ("run.block_size",),

@@ -126,6 +126,14 @@ def _language_note(
     )
 
 
+def _foreign_langs(item: RagItem, lang: str, declared: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The languages of ``item``'s text the judge does not declare (none when it declares
+    none: nothing to compare with)."""
+    if not declared:
+        return ()
+    return tuple(sorted(x for x in _item_langs(item, lang) if x not in declared))
+
+
 def _item_langs(item: RagItem, lang: str) -> set[str]:
     if lang != "auto":
         return {lang.split("_")[0].lower()}
@@ -193,18 +201,45 @@ def _evaluate(
     from .judge.checker import model_languages
 
     declared = model_languages(config.nli.model_path)
+    policy = config.input.on_language_mismatch
     lang_counts: dict[str, int] = {}
     lang_first: dict[str, str] = {}
+    # query_id → the languages of its text the judge does not declare (mismatched items only).
+    foreign: dict[str, tuple[str, ...]] = {}
     rejected: list[Rejected] = []
     n_valid = n_items = 0
     for item in iter_items(input_path, on_error=config.input.on_error, rejected=rejected, **read):
         # Validation pass over the whole file: no model is loaded until it succeeds.
         n_valid += 1
-        n_items += in_shard(item.query_id, run.shard)
-        if declared:
-            for lang in _item_langs(item, config.claims.lang):
+        mine = in_shard(item.query_id, run.shard)
+        other = _foreign_langs(item, config.claims.lang, declared)
+        if other:
+            if policy == "error":
+                raise InputError(
+                    f"text in {', '.join(map(repr, other))}, but the NLI model "
+                    f"{config.nli.model_path} declares only {list(declared or ())}; "
+                    "--on-language-mismatch warn|skip to go on, or a model for that language",
+                    record=item.query_id,
+                    field="language",
+                )
+            foreign[item.query_id] = other
+            if policy == "skip":
+                rejected.append(
+                    Rejected(
+                        item.query_id,
+                        "language",
+                        f"skipped (--on-language-mismatch skip): text in {', '.join(other)}, "
+                        f"the NLI model declares {list(declared or ())}",
+                    )
+                )
+                continue
+        n_items += mine
+        if mine:
+            for lang in other:
                 lang_counts[lang] = lang_counts.get(lang, 0) + 1
                 lang_first.setdefault(lang, item.query_id)
+    if policy == "skip":
+        n_valid -= len(foreign)
     if n_valid == 0 and not rejected:
         raise InputError("no records found", record=str(input_path))
     if n_valid == 0:
@@ -214,7 +249,8 @@ def _evaluate(
             record=str(input_path),
         )
     facts = preflight(config)  # model, --max-length, --lang, device: exit 2 before any file
-    note = _language_note(facts.pop("languages"), lang_counts, lang_first, config.nli.model_path)
+    languages = facts.pop("languages")
+    note = _language_note(languages, lang_counts, lang_first, config.nli.model_path)
     if note:
         logger.warning(note)
     for path in (paths["output"], paths["claims"], paths["manifest"]):
@@ -247,11 +283,23 @@ def _evaluate(
     pending = (
         item
         for item in iter_items(input_path, on_error="skip", warn=False, **read)  # handled above
-        if in_shard(item.query_id, run.shard) and item.query_id not in done
+        if in_shard(item.query_id, run.shard)
+        and item.query_id not in done
+        and not (policy == "skip" and item.query_id in foreign)
     )
     try:
         for block in evaluate_blocks(config, _blocks(pending, run.block_size), bars.update):
             block_pairs = block.stats.counts.get("pairs", 0)
+            for result in block.results or []:
+                if result["query_id"] in foreign:
+                    # Kept with the item, so every later view (report, compare, merge) shows it.
+                    result["warnings"] = [
+                        {
+                            "code": "language_mismatch",
+                            "languages": list(foreign[result["query_id"]]),
+                            "judge_languages": list(declared or ()),
+                        }
+                    ]
             checkpoint.append(block.results or [], {"pairs": block_pairs})
             pairs_total += block_pairs
             for result in block.results or []:
@@ -284,7 +332,18 @@ def _evaluate(
         "checking_s": round(stats.checking_s, 3),
         "total_s": round(time.perf_counter() - t_start, 3),
     }
+    mismatched = [q for q in foreign if in_shard(q, run.shard)]
+    if mismatched:
+        counts["language_mismatch"] = len(mismatched)
     manifest = _manifest(config, stats, counts, timings, input_path, facts)
+    if mismatched:
+        manifest["language_mismatch"] = {
+            "judge_languages": list(languages or declared or ()),
+            "policy": policy,
+            "items": len(mismatched),
+            "items_by_language": dict(sorted(lang_counts.items())),
+            "first_query_id": mismatched[0],
+        }
     write_json(paths["manifest"], manifest)
     checkpoint.remove()
     logger.info("wrote %s", paths["output"])

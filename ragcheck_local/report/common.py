@@ -145,6 +145,8 @@ h2{font-size:18px;margin:4px 0 10px}h3{font-size:15px;margin:16px 0 8px}
 h4{font-size:13px;margin:14px 0 6px;color:var(--muted);text-transform:uppercase;
 letter-spacing:.03em}
 .muted,.note{color:var(--muted)}.note{font-size:12px}
+.banner{border:2px solid #b45309;background:#fffbeb;color:#78350f;padding:8px 12px;
+border-radius:6px;font-weight:600}
 .groups{display:flex;flex-wrap:wrap;column-gap:28px}
 .cards{display:flex;flex-wrap:wrap;gap:10px}
 .card{width:176px}
@@ -244,3 +246,15 @@ def evidence_text(lang: str, finding: Any, sep: str) -> str:
         )
         for ev in finding.evidence
     )
+
+
+def language_warning(lang: str, report: ReportData, *, run: str | None = None) -> str | None:
+    """The banner for queries in languages the judge does not declare (None when there are
+    none); ``run`` names the run in a comparison. Plain text: escape it where it goes."""
+    n, langs, judge = report.language_mismatch()
+    if not n:
+        return None
+    fields = {"n": n, "langs": ", ".join(langs), "judge": ", ".join(judge) or "?"}
+    if run is not None:
+        return t(lang, "cmp.warn.language", run=run, **fields)
+    return t(lang, "warn.language", total=len(report.queries), **fields)

@@ -108,6 +108,23 @@ class CompareResult:
     only_in_b: tuple[str, ...]
     n_boot: int
     seed: int
+    warnings: tuple[tuple[str, int, tuple[str, ...], tuple[str, ...]], ...] = ()
+    """Per run ("A"/"B") with queries in languages its judge does not declare: (run, how
+    many, those languages, the judge's languages)."""
+
+    def language_warnings(self, lang: str, label_a: str = "A", label_b: str = "B") -> list[str]:
+        """The banners to show, one per run that has such queries (plain text)."""
+        return [
+            t(
+                lang,
+                "cmp.warn.language",
+                run=label_a if run == "A" else label_b,
+                n=n,
+                langs=", ".join(langs),
+                judge=", ".join(judge) or "?",
+            )
+            for run, n, langs, judge in self.warnings
+        ]
 
 
 def _by_id(report: ReportData, run: str) -> dict[str, QueryView]:
@@ -230,8 +247,20 @@ def compare_runs(
             )
         )
     changes = [c for qid in shared for c in _claim_changes(ids_a[qid], ids_b[qid])]
+    warnings = tuple(
+        (run, *report.language_mismatch())
+        for run, report in (("A", ra), ("B", rb))
+        if report.language_mismatch()[0]
+    )
     return CompareResult(
-        tuple(deltas), tuple(changes), shared, only_a, only_b, n_boot=n_boot, seed=seed
+        tuple(deltas),
+        tuple(changes),
+        shared,
+        only_a,
+        only_b,
+        n_boot=n_boot,
+        seed=seed,
+        warnings=warnings,  # type: ignore[arg-type]
     )
 
 
@@ -330,6 +359,7 @@ def format_compare_text(
         f"{t(lang, 'cmp.only_b')}: {len(result.only_in_b)}",
         "",
     ]
+    lines += [*result.language_warnings(lang, label_a, label_b), ""] if result.warnings else []
     lines += _table_text(_metric_rows(result, lang), [False] + [True] * 6 + [False])
     lines += ["", t(lang, "cmp.note", n_boot=result.n_boot, seed=result.seed), ""]
     lines.append(f"{t(lang, 'cmp.claims')} ({len(result.claim_changes)}):")
@@ -372,6 +402,11 @@ def build_compare_markdown(
         f"{t(lang, 'cmp.only_a')}: {len(result.only_in_a)}; "
         f"{t(lang, 'cmp.only_b')}: {len(result.only_in_b)}",
         "",
+        *(
+            line
+            for text in result.language_warnings(lang, label_a, label_b)
+            for line in (f"> **{md_escape(text)}**", "")
+        ),
         f"## {t(lang, 'cmp.metrics')}",
         "",
         "| " + " | ".join(rows[0]) + " |",
@@ -469,6 +504,10 @@ def build_compare_html(
         f"<header><h1>{escape(title)}</h1>"
         f'<p class="sub">{escape(t(lang, "cmp.runs", a=label_a, b=label_b))} · '
         f"{escape(t(lang, 'cmp.shared', n=len(result.shared)))}</p></header><main>",
+        *(
+            f'<p class="banner" role="alert">{escape(text)}</p>'
+            for text in result.language_warnings(lang, label_a, label_b)
+        ),
         f"<section><h2>{escape(t(lang, 'cmp.metrics'))}</h2>"
         f'<p class="note">{escape(t(lang, "cmp.note", n_boot=result.n_boot, seed=result.seed))}'
         f"</p><h3>{escape(t(lang, 'cmp.chart'))}</h3>{chart}"

@@ -68,6 +68,9 @@ class QueryView:
     has_details: bool
     has_response_matrix: bool
     has_answer_matrix: bool
+    unreliable_languages: tuple[str, ...] = ()
+    """Languages of this query's text that the judge does not declare (its ``warnings``)."""
+    judge_languages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,13 @@ class ReportData:
     computed: frozenset[str]
     """Aggregated metrics recomputed from per-query values (absent from the file)."""
     rejected: tuple[Mapping[str, Any], ...]
+
+    def language_mismatch(self) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+        """(queries whose verdicts are unreliable, their languages, the judge's languages)."""
+        flagged = [q for q in self.queries if q.unreliable_languages]
+        langs = sorted({lang for q in flagged for lang in q.unreliable_languages})
+        judge = next((q.judge_languages for q in flagged if q.judge_languages), ())
+        return len(flagged), tuple(langs), judge
 
     @property
     def metric_names(self) -> tuple[str, ...]:
@@ -281,6 +291,7 @@ def _query(raw: Any, index: int) -> QueryView:
     gt_claims, has_a = _claims(
         raw, record=record, side="gt_answer", chunks=chunks, matrices=matrices
     )
+    unreliable, judge_languages = _language_warnings(raw.get("warnings"), record)
     metrics_raw = raw.get("metrics") or {}
     if not isinstance(metrics_raw, Mapping):
         raise InputError(
@@ -303,7 +314,35 @@ def _query(raw: Any, index: int) -> QueryView:
         has_details=raw.get("claim_details") is not None,
         has_response_matrix=has_r,
         has_answer_matrix=has_a,
+        unreliable_languages=unreliable,
+        judge_languages=judge_languages,
     )
+
+
+def _language_warnings(value: Any, record: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(languages the judge does not declare, the judge's languages) from an item's
+    ``warnings`` list; other warning codes are left to other readers."""
+    if value is None:
+        return (), ()
+    if not isinstance(value, list):
+        raise InputError(
+            f"expected a list, found {show_value(value)}", record=record, field="warnings"
+        )
+    langs: list[str] = []
+    judge: list[str] = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, Mapping) or entry.get("code") != "language_mismatch":
+            continue
+        for key, into in (("languages", langs), ("judge_languages", judge)):
+            items = entry.get(key) or []
+            if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+                raise InputError(
+                    f"expected a list of language codes, found {show_value(items)}",
+                    record=record,
+                    field=f"warnings[{i}].{key}",
+                )
+            into.extend(x for x in items if x not in into)
+    return tuple(langs), tuple(judge)
 
 
 def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:

@@ -18,6 +18,7 @@ from .common import (
     css_token,
     evidence_text,
     fmt,
+    language_warning,
     page,
     worst_empty_key,
     worst_queries,
@@ -102,6 +103,9 @@ def _cards(report: ReportData, lang: str) -> list[str]:
 
 def _overview(report: ReportData, lang: str) -> str:
     parts = [f'<section id="overview"><h2>{_e(t(lang, "section.overview"))}</h2>']
+    banner = language_warning(lang, report)
+    if banner:
+        parts.append(f'<p class="banner" role="alert">{_e(banner)}</p>')
     parts.append(f'<p class="note">{_e(t(lang, "scale_note"))}</p>')
     parts.append('<div class="groups">')
     parts.extend(_cards(report, lang))

@@ -194,6 +194,15 @@ _TEXT: dict[str, dict[str, str]] = {
         "title": "RAG diagnosis report",
         "summary": "{n} queries · claim-level diagnosis",
         "scale_note": "All numbers are on a 0–100 scale.",
+        "warn.language": (
+            "Warning: {n} of {total} queries contain text in {langs}, which the judge does not "
+            "declare (it declares {judge}). Their verdicts, and every metric over them, are "
+            "unreliable."
+        ),
+        "cmp.warn.language": (
+            "Warning: run {run} has {n} queries with text in {langs}, which its judge does not "
+            "declare ({judge}); their verdicts are unreliable."
+        ),
         "section.overview": "Overview",
         "section.chart": "All metrics",
         "section.distribution": "Distribution over queries",
@@ -334,6 +343,15 @@ _TEXT: dict[str, dict[str, str]] = {
         "title": "RAG診断レポート",
         "summary": "質問 {n} 件 · 主張単位の診断",
         "scale_note": "数値はすべて 0〜100 のスケールです。",
+        "warn.language": (
+            "警告: 質問 {total} 件中 {n} 件に、判定モデルが対応を宣言していない言語({langs})の"
+            "テキストが含まれます(対応言語: {judge})。"
+            "これらの判定と、それを含む指標は信頼できません。"
+        ),
+        "cmp.warn.language": (
+            "警告: 実行 {run} の質問 {n} 件に、判定モデルが対応を宣言していない言語({langs})の"
+            "テキストが含まれます(対応言語: {judge})。これらの判定は信頼できません。"
+        ),
         "section.overview": "概要",
         "section.chart": "全指標",
         "section.distribution": "質問ごとの分布",

@@ -13,6 +13,7 @@ from .common import (
     clip,
     evidence_text,
     fmt,
+    language_warning,
     md_escape,
     worst_empty_key,
     worst_queries,
@@ -38,6 +39,10 @@ def _findings(assessment: Assessment, lang: str) -> list[str]:
     return lines
 
 
+def _banner(text: str | None) -> list[str]:
+    return [] if not text else [f"> **{md_escape(text)}**", ""]
+
+
 def build_markdown(
     data: Mapping[str, Any],
     *,
@@ -59,6 +64,7 @@ def build_markdown(
         "",
         f"{t(lang, 'summary', n=len(report.queries))}. {t(lang, 'scale_note')}",
         "",
+        *_banner(language_warning(lang, report)),
         f"## {t(lang, 'section.overview')}",
         "",
     ]
