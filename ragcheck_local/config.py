@@ -319,7 +319,11 @@ class RunConfig(_Section):
     cache: str | None = field(default=None, metadata=_help("SQLite cache of NLI probabilities."))
     shard: tuple[int, int] | None = field(
         default=None,
-        metadata=_help("Evaluate only shard I of N (I/N, by query_id).", check=check_shard),
+        metadata=_help(
+            "Evaluate only shard I of N (I/N): blocks I, I+N, ... of --block-size items; "
+            "merged shards equal one run exactly (same --block-size).",
+            check=check_shard,
+        ),
     )
     resume: bool = field(default=False, metadata=_help("Continue an interrupted run."))
     progress: bool = field(default=True, metadata=_help("Progress bars."))

@@ -13,7 +13,6 @@ import json
 import logging
 import platform
 import time
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,12 +49,18 @@ logger = logging.getLogger(__name__)
 __all__ = ["RunSummary", "evaluate", "in_shard", "merge", "output_paths", "recompute"]
 
 
-def in_shard(query_id: str, shard: tuple[int, int] | None) -> bool:
-    """Deterministic shard membership by query_id (crc32, stable across machines)."""
+def in_shard(position: int, block_size: int, shard: tuple[int, int] | None) -> bool:
+    """Whether the item at ``position`` (0-based, among the input's valid items) is in the
+    shard: shard I of N takes blocks I, I+N, I+2N, ... of ``block_size`` items.
+
+    Whole blocks, not items hashed one by one: every block of a shard run is the very block of
+    a single run, so its pairs are batched alike and every probability, verdict and metric of
+    the merged shards equals the single run's to the last bit.
+    """
     if shard is None:
         return True
     index, count = shard
-    return zlib.crc32(query_id.encode("utf-8")) % count == index
+    return (position // block_size) % count == index
 
 
 @dataclass(frozen=True)
@@ -208,10 +213,11 @@ def _evaluate(
     foreign: dict[str, tuple[str, ...]] = {}
     rejected: list[Rejected] = []
     n_valid = n_items = 0
+    position = 0  # among the items that will be evaluated (what shards are cut from)
+    foreign_here: list[str] = []  # the mismatched items of this shard, evaluated
     for item in iter_items(input_path, on_error=config.input.on_error, rejected=rejected, **read):
         # Validation pass over the whole file: no model is loaded until it succeeds.
         n_valid += 1
-        mine = in_shard(item.query_id, run.shard)
         other = _foreign_langs(item, config.claims.lang, declared)
         if other:
             if policy == "error":
@@ -233,7 +239,11 @@ def _evaluate(
                     )
                 )
                 continue
+        mine = in_shard(position, run.block_size, run.shard)
+        position += 1
         n_items += mine
+        if mine and other:
+            foreign_here.append(item.query_id)
         if mine:
             for lang in other:
                 lang_counts[lang] = lang_counts.get(lang, 0) + 1
@@ -280,13 +290,18 @@ def _evaluate(
     bars.update("checked", len(done))
     stats = BlockStats()
     pairs_total = checkpoint.counts.get("pairs", 0)
-    pending = (
-        item
-        for item in iter_items(input_path, on_error="skip", warn=False, **read)  # handled above
-        if in_shard(item.query_id, run.shard)
-        and item.query_id not in done
-        and not (policy == "skip" and item.query_id in foreign)
-    )
+
+    def pending_items() -> Iterator[RagItem]:
+        position = 0  # counted exactly as in the validation pass
+        for item in iter_items(input_path, on_error="skip", warn=False, **read):  # see above
+            if policy == "skip" and item.query_id in foreign:
+                continue
+            mine = in_shard(position, run.block_size, run.shard)
+            position += 1
+            if mine and item.query_id not in done:
+                yield item
+
+    pending = pending_items()
     try:
         for block in evaluate_blocks(config, _blocks(pending, run.block_size), bars.update):
             block_pairs = block.stats.counts.get("pairs", 0)
@@ -332,7 +347,7 @@ def _evaluate(
         "checking_s": round(stats.checking_s, 3),
         "total_s": round(time.perf_counter() - t_start, 3),
     }
-    mismatched = [q for q in foreign if in_shard(q, run.shard)]
+    mismatched = foreign_here
     if mismatched:
         counts["language_mismatch"] = len(mismatched)
     manifest = _manifest(config, stats, counts, timings, input_path, facts)

@@ -214,9 +214,9 @@ def test_shards_merge_to_the_single_run(tmp_path: Path, lexical_model: Path) -> 
     merged = merge(outs, tmp_path / "merged.json")
     assert merged["metrics"] == single["metrics"]
     assert sorted(r["query_id"] for r in merged["results"]) == ["a", "b", "c"]
-    ids = [f"q{i}" for i in range(200)]
-    counts = [sum(in_shard(q, (i, 3)) for q in ids) for i in range(3)]
-    assert sum(counts) == 200 and min(counts) > 40  # a partition, roughly balanced
+    counts = [sum(in_shard(p, 16, (i, 3)) for p in range(200)) for i in range(3)]
+    assert counts == [72, 64, 64]  # whole blocks of 16: a partition, balanced to a block
+    assert [p for p in range(40) if in_shard(p, 8, (1, 2))] == [*range(8, 16), *range(24, 32)]
     with pytest.raises(InputError, match="also in"):
         merge([tmp_path / "out.json", outs[0], outs[1]], tmp_path / "dup.json")
 

@@ -95,6 +95,10 @@ def to_canonical(probs: np.ndarray, columns: Sequence[int]) -> np.ndarray:
     return out
 
 
+MIN_BATCH_ROWS = 8
+"""Batches are padded to at least this many rows (see ``NLIChecker._run_batch``)."""
+
+
 @dataclass(frozen=True)
 class PairResult:
     """Verdict for one (premise, claim) pair, with the probabilities of the deciding window."""
@@ -658,22 +662,39 @@ class NLIChecker:
         self,
         pairs: Sequence[tuple[str, str]],
         ids: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+        *,
+        pad: bool = True,
     ) -> np.ndarray:
+        rows = len(pairs)
+        if pad and self.device.type == "cpu" and 0 < rows < MIN_BATCH_ROWS:
+            # CPU kernels pick another code path for a batch of a few rows, which moves the
+            # last float bits; padded with copies of its first row, a pair's probabilities do
+            # not depend on which other pairs share its batch (shards, resume, blocks agree).
+            fill = MIN_BATCH_ROWS - rows
+            pairs = [*pairs, *([pairs[0]] * fill)]
+            ids = None if ids is None else [*ids, *([ids[0]] * fill)]
         arrays = self.encoder.batch(pairs, ids)
         try:
-            probs = self._forward(arrays)
+            probs = self._forward(arrays)[:rows]
         except RuntimeError as exc:
             if "out of memory" not in str(exc).lower() or len(pairs) == 1:
                 raise
             self.stats["oom_retries"] += 1
             self._empty_cache()
+            pairs = pairs[:rows]
+            ids = None if ids is None else ids[:rows]
             half = len(pairs) // 2
             logger.warning("out of memory on a batch of %d; retrying as two halves", len(pairs))
-            first = self._run_batch(pairs[:half], ids[:half] if ids is not None else None)
-            second = self._run_batch(pairs[half:], ids[half:] if ids is not None else None)
+            # Halves are not padded back up: memory, not float bits, is the problem now.
+            first = self._run_batch(
+                pairs[:half], ids[:half] if ids is not None else None, pad=False
+            )
+            second = self._run_batch(
+                pairs[half:], ids[half:] if ids is not None else None, pad=False
+            )
             return np.concatenate([first, second])
         # Real vs padded tokens fed to the model: how much compute padding costs.
-        self.stats["tokens"] += int(arrays["attention_mask"].sum())
+        self.stats["tokens"] += int(arrays["attention_mask"][:rows].sum())
         self.stats["padded_tokens"] += int(arrays["attention_mask"].size)
         return to_canonical(probs, self.columns)
 

@@ -784,7 +784,9 @@ def aggregate_table(
             if not present.size:
                 grouped[group][metric] = None
                 continue
-            mean = np.mean(present)
+            # An exactly rounded sum: the mean does not depend on the items' order, so merged
+            # shards aggregate to a single run's value bit for bit.
+            mean = np.float64(math.fsum(present.tolist()) / present.size)
             # round() on np.float64 is numpy's rounding (x*10, rint, /10), as in RAGChecker.
             grouped[group][metric] = float(round(mean * 100, 1))
     return grouped
