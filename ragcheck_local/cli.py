@@ -97,7 +97,10 @@ class _Group(click.Group):
 @click.version_option(package_name="ragcheck_local")
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details.")
 def main(verbose: bool) -> None:
-    """Offline RAGChecker-style evaluation with a local NLI cross-encoder."""
+    """Offline RAGChecker-style evaluation with a local NLI cross-encoder.
+
+    `ragcheck-local evaluate --help` shows where the packaged example inputs are.
+    """
     _offline_env()
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -147,7 +150,18 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-@main.command(context_settings={"ignore_unknown_options": False})
+def _examples_epilog() -> str:
+    from .resources import example_path
+
+    return (
+        "\b\nPackaged examples to try (English, Japanese):\n"
+        f"  ragcheck-local evaluate -i {example_path()} -o out.json\n"
+        f"  ragcheck-local evaluate -i {example_path('example_input_ja.json')} -o out_ja.json "
+        "--lang ja"
+    )
+
+
+@main.command(context_settings={"ignore_unknown_options": False}, epilog=_examples_epilog())
 @click.option(
     "--input",
     "--input_path",

@@ -45,6 +45,8 @@ class RagItem:
     response: str
     retrieved_context: tuple[Chunk, ...] | None
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    gt_answer_given: str = field(default="text", compare=False)
+    """How the input gave ``gt_answer``: ``text``, ``null`` or ``absent`` (written back so)."""
 
 
 @dataclass(frozen=True)

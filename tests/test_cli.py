@@ -179,3 +179,12 @@ def test_calibration_flag_picks_a_head_and_a_missing_one_exits_2_before_any_file
     result = CliRunner().invoke(main, [*common, "--output", str(missing), "--calibration", "nope"])
     assert result.exit_code == 2 and "nope" in result.output and "all-neutral" in result.output
     assert not missing.exists()
+
+
+def test_evaluate_help_says_where_the_packaged_examples_are() -> None:
+    from ragcheck_local.resources import example_path
+
+    text = invoke("evaluate", "--help").output
+    assert str(example_path()) in text and example_path().is_file()
+    assert str(example_path("example_input_ja.json")) in text
+    assert "evaluate --help" in invoke("--help").output

@@ -20,6 +20,7 @@ from ragcheck_local.formats.files import (
     write_text,
 )
 from ragcheck_local.formats.input import (
+    RecordRules,
     detect_format,
     item_to_dict,
     iter_items,
@@ -638,3 +639,35 @@ def test_load_json(tmp_path: Path) -> None:
         load_json(path)
     with pytest.raises(InputError, match="no such file"):
         load_json(tmp_path / "missing.json")
+
+
+def test_an_empty_json_object_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text("{}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="the file is an empty JSON object") as info:
+        list(iter_items(path))
+    assert info.value.field == "results" and "none" not in str(info.value)
+    line = tmp_path / "rows.jsonl"
+    first = {"query_id": "a", "query": "q", "gt_answer": "g", "response": "r"}
+    line.write_text(json.dumps(first) + "\n{}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="the record is an empty object") as info:
+        list(iter_items(line))
+    assert info.value.field == "query_id" and "line 2" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("row", "written"), [({}, "absent"), ({"gt_answer": None}, None), ({"gt_answer": ""}, "")]
+)
+def test_gt_answer_is_written_back_as_the_input_gave_it(
+    tmp_path: Path, row: dict, written: object
+) -> None:
+    path = tmp_path / "in.json"
+    record = {"query_id": "a", "query": "q", "response": "r", **row}
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    [item] = iter_items(path, rules=RecordRules(require_gt_answer=False))
+    out = item_to_dict(item)
+    assert out.get("gt_answer", "absent") == written
+    csv_path = tmp_path / "in.csv"
+    csv_path.write_text("query_id,query,response\na,q,r\n", encoding="utf-8")
+    [item] = iter_items(csv_path, rules=RecordRules(require_gt_answer=False))
+    assert "gt_answer" not in item_to_dict(item)

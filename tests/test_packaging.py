@@ -32,7 +32,14 @@ def test_wheel_lists_every_sub_package_and_ships_models_and_presets() -> None:
         if "__pycache__" not in p.parts
     }
     packaged = {"ragcheck_local._models", "ragcheck_local._configs"}
-    assert set(setuptools["packages"]) == found | packaged
+    # Data folders inside the package, listed so setuptools ships them without a warning.
+    data = {
+        ".".join(p.relative_to(ROOT).parts)
+        for p in PACKAGE.iterdir()
+        if p.is_dir() and not (p / "__init__.py").exists() and p.name != "__pycache__"
+    }
+    assert data == {"ragcheck_local.examples"}
+    assert set(setuptools["packages"]) == found | packaged | data
     assert setuptools["package-dir"] == {
         "ragcheck_local._models": "models",
         "ragcheck_local._configs": "configs",

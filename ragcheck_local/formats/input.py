@@ -87,7 +87,9 @@ def _looks_like_jsonl(path: Path) -> bool:
     with open(path, "rb") as fh:
         first = fh.readline()
     try:
-        return isinstance(json.loads(first), dict)
+        record = json.loads(first)
+        # "{}" alone is an empty RAGChecker file, not one empty record.
+        return isinstance(record, dict) and bool(record)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return False
 
@@ -95,6 +97,13 @@ def _looks_like_jsonl(path: Path) -> bool:
 def _iter_ragchecker(path: Path) -> Iterator[tuple[str, Any]]:
     data = parse_json(decode_text(path.read_bytes(), path.name), path.name)
     if isinstance(data, Mapping):
+        if not data:
+            raise InputError(
+                "the file is an empty JSON object; expected RAGChecker's "
+                '{"results": [...]}, a list of results, or JSON Lines',
+                record=path.name,
+                field="results",
+            )
         if "results" not in data:
             raise InputError(
                 f"expected a top-level 'results' list, found keys {show_value(sorted(data))}",
@@ -280,10 +289,11 @@ class RecordRules:
 
 
 def _missing(name: str, raw: Mapping[str, Any], where: str) -> InputError:
-    found = ", ".join(repr(str(k)) for k in list(raw)[:20]) or "none"
+    if not raw:
+        return InputError("missing: the record is an empty object", record=where, field=name)
+    found = ", ".join(repr(str(k)) for k in list(raw)[:20])
     return InputError(
-        f"missing (found {'fields' if raw else 'no fields'}: {found}; map other names with "
-        f"--column-map SOURCE={name})",
+        f"missing (found fields: {found}; map other names with --column-map SOURCE={name})",
         record=where,
         field=name,
     )
@@ -335,6 +345,11 @@ def validate_record(
         response=_as_text(raw["response"], where, "response", allow_empty=True, allow_null=False),
         retrieved_context=_as_context(raw.get("retrieved_context"), where),
         extra=extra,
+        gt_answer_given="absent"
+        if "gt_answer" not in raw
+        else "null"
+        if raw["gt_answer"] is None
+        else "text",
     )
     size = item_chars(item)
     if size > rules.max_item_chars:
@@ -403,6 +418,11 @@ def item_to_dict(item: RagItem) -> dict[str, Any]:
         if item.retrieved_context is None
         else [{"doc_id": c.doc_id, "text": c.text} for c in item.retrieved_context],
     }
+    # Written back as the input gave it: a file without gt_answer gets none, null stays null.
+    if item.gt_answer_given == "absent":
+        del out["gt_answer"]
+    elif item.gt_answer_given == "null":
+        out["gt_answer"] = None
     for key, value in item.extra.items():
         out.setdefault(key, value)
     return out
