@@ -38,6 +38,7 @@ class OutputLock:
         self.path = lock_path(output)
         self._fd: int | None = None
         self._fallback = None
+        self._made: list[Path] = []  # folders acquire() created, removed again if left empty
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`OutputError` naming the path and the holder."""
@@ -52,7 +53,11 @@ class OutputLock:
             return
         while True:
             try:
+                missing = [
+                    p for p in (self.path.parent, *self.path.parent.parents) if not p.exists()
+                ]
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._made = missing
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise OutputError(
@@ -96,6 +101,10 @@ class OutputLock:
             self.path.unlink()
         os.close(self._fd)
         self._fd = None
+        for folder in self._made:  # deepest first: a run that wrote nothing leaves nothing
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self._made = []
 
     def _busy(self, holder: str) -> str:
         return (

@@ -425,9 +425,19 @@ def load_tokenizer(path: str | Path, shown: str) -> Any:
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise ModelError(f"cannot load the tokenizer of {shown!r}: {exc}") from None
+    # Without its vocabulary files transformers builds an empty tokenizer instead of failing:
+    # every word would become [UNK] and every verdict would be noise.
+    ids = tokenizer("The river flows north into the sea.", add_special_tokens=False)["input_ids"]
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if not ids or all(i == unknown for i in ids):
+        raise ModelError(
+            f"the tokenizer of {shown!r} has no vocabulary (its files are missing: copy "
+            "tokenizer.json / vocab files with the model)"
+        )
+    return tokenizer
 
 
 def model_languages(model_dir: str | Path) -> tuple[str, ...] | None:
