@@ -35,6 +35,7 @@ from .resources import default_model_path, preset_names, preset_path
 
 Dtype = Literal["auto", "float32", "float16", "bfloat16"]
 Backend = Literal["torch", "onnx"]
+Evidence = Literal["windows", "sentences"]
 ExtractorKind = Literal["sentence", "seq2seq"]
 ClaimMode = Literal["sentence", "atomic"]
 PrefilterMode = Literal["off", "lexical", "embedding"]
@@ -178,6 +179,17 @@ class NLIConfig(_Section):
     )
     window_overlap: int = field(
         default=1, metadata=_help("Sentences shared by consecutive windows.", min=0)
+    )
+    evidence: Evidence = field(
+        default="windows",
+        metadata=_help(
+            "What of a premise the model reads against a claim: overlapping token windows, or "
+            "its sentences and adjacent sentence pairs, the evidence_k most related to the claim."
+        ),
+    )
+    evidence_k: int = field(
+        default=4,
+        metadata=_help("Sentence candidates per claim and premise (evidence=sentences).", min=1),
     )
     backend: Backend = field(default="torch", metadata=_help("Inference backend."))
     compile: bool = field(default=False, metadata=_help("torch.compile (GPU)."))
@@ -413,6 +425,8 @@ FLAT_KEYS: dict[str, tuple[str, ...]] = {
     "max_batch_tokens": ("nli.max_batch_tokens",),
     "max_length": ("nli.max_length",),
     "window_overlap": ("nli.window_overlap",),
+    "evidence": ("nli.evidence",),
+    "evidence_k": ("nli.evidence_k",),
     "backend": ("nli.backend",),
     "compile": ("nli.compile",),
     "calibrate": ("nli.calibrate",),

@@ -446,7 +446,7 @@ def preflight(config: EvalConfig) -> dict[str, Any]:
 
     from .errors import InputError
     from .judge.cache import model_fingerprint
-    from .judge.checker import WINDOW_RULE, preflight_model
+    from .judge.checker import WINDOW_RULE, evidence_setting, preflight_model
     from .judge.device import resolve_device, resolve_dtype
 
     c = config.claims
@@ -470,6 +470,7 @@ def preflight(config: EvalConfig) -> dict[str, Any]:
         "max_length": facts["max_length"],
         "window_overlap": nli.window_overlap,
         "window_rule": WINDOW_RULE,
+        "evidence": evidence_setting(nli),
         "labels": list(facts["columns"]),
         "languages": facts["languages"],
     }

@@ -25,7 +25,7 @@ from ..config import NLIConfig
 from ..errors import InputError, ModelError
 from ..records import CONTRADICTION
 from .cache import MemoryCache
-from .calibration import METADATA_FILE, load_calibration
+from .calibration import METADATA_FILE, load_calibration, pair_features
 from .embedding import Embedder, default_embedding_model
 from .verdicts import NEUTRAL_PROBS, Probs, combine, verdict_of
 from .weights import check_weights
@@ -417,6 +417,12 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
         "columns": columns,
         "languages": model_languages(path),
     }
+
+
+def evidence_setting(config: NLIConfig) -> str:
+    """What the manifest and the cache key record of ``nli.evidence``: ``windows`` or
+    ``sentences:k=K``."""
+    return "windows" if config.evidence == "windows" else f"sentences:k={config.evidence_k}"
 
 
 def load_tokenizer(path: str | Path, shown: str) -> Any:
@@ -812,6 +818,57 @@ class NLIChecker:
             start = max(start + 1, end - self.config.window_overlap)
         return windows
 
+    def evidence_candidates(self, premise: str, claim_tokens: int) -> list[tuple[int, int]]:
+        """Sentence-level evidence of ``premise``: each sentence and each adjacent pair of
+        sentences that fits the model next to a claim of ``claim_tokens`` tokens (a sentence
+        too long for the model comes as token pieces, like a window's units)."""
+        budget = self._budget(claim_tokens)
+        units = self._units(premise, budget)
+        spans = [(s, e) for s, e, _ in units]
+        spans += [
+            (units[i][0], units[i + 1][1])
+            for i in range(len(units) - 1)
+            if units[i][2] + units[i + 1][2] <= budget
+        ]
+        return spans
+
+    def _evidence(
+        self, pairs: Sequence[tuple[str, str]], longest: Mapping[str, int]
+    ) -> list[list[tuple[int, int]]]:
+        """Per pair, the ``evidence_k`` candidates most related to its claim (embedding cosine
+        plus content-word coverage), in document order; all of them when there are no more."""
+        k = self.config.evidence_k
+        candidates = {p: self.evidence_candidates(p, longest[p]) for p in longest}
+        screened = [i for i, (p, _) in enumerate(pairs) if len(candidates[p]) > k]
+        out = [candidates[p] for p, _ in pairs]
+        if not screened:
+            return out
+        rows = [
+            (premise[s:e], claim)
+            for premise, claim in (pairs[i] for i in screened)
+            for s, e in candidates[premise]
+        ]
+        similarity = self._screen_embedder().similarities(rows)
+        at = 0
+        for i in screened:
+            premise, claim = pairs[i]
+            spans = candidates[premise]
+            scores = [
+                float(similarity[at + j]) + pair_features(claim, rows[at + j][0])[0]
+                for j in range(len(spans))
+            ]
+            at += len(spans)
+            best = sorted(range(len(spans)), key=lambda j: (-scores[j], j))[:k]
+            out[i] = [spans[j] for j in sorted(best)]
+        self.stats["screened_candidates"] = self.stats.get("screened_candidates", 0) + len(rows)
+        return out
+
+    def _screen_embedder(self) -> Embedder:
+        """The embedding model of the evidence screen (the head's, when it has one)."""
+        if self.embedder is None:
+            self.embedder = Embedder(self.config.embedding_model, str(self.device))
+        return self.embedder
+
     def _budget(self, claim_tokens: int) -> int:
         """Premise tokens that fit next to a claim of ``claim_tokens`` tokens."""
         budget = self.max_length - self.n_special - _SAFETY_TOKENS - claim_tokens
@@ -859,8 +916,8 @@ class NLIChecker:
         longest: dict[str, int] = {}
         for premise, claim in pairs:
             longest[premise] = max(longest.get(premise, 0), len(token_ids[claim]))
-        premises = list(longest)
-        premise_ids = self.encoder.encode(premises)
+        premises = list(longest) if self.config.evidence == "windows" else []
+        premise_ids = self.encoder.encode(premises) if premises else []
         premise_windows: dict[str, list[tuple[int, int]]] = {}
         for premise, ids in zip(premises, premise_ids, strict=True):
             if len(ids) <= self._budget(longest[premise]):
@@ -871,12 +928,19 @@ class NLIChecker:
                 premise_windows[premise] = self.windows(premise, longest[premise])
         flat: list[tuple[str, str]] = []
         owners: list[tuple[int, int]] = []  # (first flat index, window count) per pair
+        if self.config.evidence == "sentences":
+            pair_spans = self._evidence(pairs, longest)
+        else:
+            pair_spans = [premise_windows[premise] for premise, _ in pairs]
         # One string per window, shared by all its pairs (not one slice per pair).
-        window_texts = {p: [p[s:e] for s, e in spans] for p, spans in premise_windows.items()}
-        for premise, claim in pairs:
-            texts = window_texts[premise]
-            owners.append((len(flat), len(texts)))
-            flat.extend((text, claim) for text in texts)
+        texts_of: dict[tuple[str, tuple[int, int]], str] = {}
+        for (premise, claim), spans in zip(pairs, pair_spans, strict=True):
+            owners.append((len(flat), len(spans)))
+            for span in spans:
+                text = texts_of.get((premise, span))
+                if text is None:
+                    text = texts_of[(premise, span)] = premise[span[0] : span[1]]
+                flat.append((text, claim))
         self.stats["windows"] += len(flat)
         probs = self._score(flat, token_ids, progress)
         window_verdicts: list[str] | None = None
@@ -895,7 +959,7 @@ class NLIChecker:
                 window_verdicts = head.gate(window_verdicts, gate_sims)
             entail = calibrated[:, 0]
         results = []
-        for (premise, _), (first, count) in zip(pairs, owners, strict=True):
+        for spans, (first, count) in zip(pair_spans, owners, strict=True):
             parts = [tuple(float(x) for x in row) for row in probs[first : first + count]]
             verdict, index = combine(
                 parts, None if window_verdicts is None else window_verdicts[first : first + count]
@@ -907,7 +971,7 @@ class NLIChecker:
                     probs=chosen,  # type: ignore[arg-type]
                     window=index,
                     n_windows=count,
-                    window_span=premise_windows[premise][index] if index is not None else None,
+                    window_span=spans[index] if index is not None else None,
                     support=float(entail[first : first + count].max()) if count else 0.0,
                 )
             )
@@ -942,6 +1006,9 @@ class NLIChecker:
             "max_length": self.max_length,
             "window_overlap": self.config.window_overlap,
             "window_rule": WINDOW_RULE,
+            # Which premise parts the model sees: overlapping windows, or the top-K sentences
+            # and sentence pairs per claim.
+            "evidence": self.evidence_setting,
             "labels": list(self.columns),
             # The verdict rule in use: argmax (None), the model's own head, or another head.
             "calibration": None
@@ -963,7 +1030,14 @@ class NLIChecker:
         out: the same dtype gives the same verdicts on any device up to float noise).
         """
         f = self.facts()
-        return (
+        key = (
             f"{f['sha256']};backend={f['backend']};dtype={f['dtype']};"
             f"max_length={f['max_length']};overlap={f['window_overlap']};{f['window_rule']}"
         )
+        # Windows keep the key they always had, so existing caches stay valid.
+        return key if f["evidence"] == "windows" else f"{key};evidence={f['evidence']}"
+
+    @property
+    def evidence_setting(self) -> str:
+        """``windows`` or ``sentences:k=K`` (:func:`evidence_setting`)."""
+        return evidence_setting(self.config)
