@@ -259,8 +259,15 @@ def choose_min_similarity(
     return None
 
 
-def _checker(model: str, device: str) -> NLIChecker:
-    return NLIChecker(NLIConfig(model=model, device=device, calibrate=False))
+def _checker(model: str, device: str, evidence: str = "windows", k: int = 4) -> NLIChecker:
+    config = NLIConfig(
+        model=model,
+        device=device,
+        calibrate=False,
+        evidence=evidence,  # type: ignore[arg-type]
+        evidence_k=k,
+    )
+    return NLIChecker(config)
 
 
 def cached_features(
@@ -269,6 +276,8 @@ def cached_features(
     sets: Sequence[DevSet],
     device: str,
     embedding_model: str | None = None,
+    evidence: str = "windows",
+    evidence_k: int = 4,
 ) -> dict[str, np.ndarray]:
     """Feature rows per set; a set's rows come from ``path`` when they were made for the same
     model and the same pairs (keyed per set, so adding a set recomputes only that set)."""
@@ -278,6 +287,8 @@ def cached_features(
     fingerprint = model_fingerprint(model) + ":" + ",".join(FEATURES)
     if embedding_model:  # the default embedder adds nothing to the key
         fingerprint += ":" + embedding_model
+    if evidence != "windows":  # windows keep the key they always had
+        fingerprint += f":evidence={evidence}:{evidence_k}"
     keys = {d.name: fingerprint + ":" + claim_sha1(json.dumps(d.pairs)) for d in sets}
     stored: dict[str, np.ndarray] = {}
     if path is not None and path.is_file():
@@ -291,7 +302,7 @@ def cached_features(
             feats[d.name] = stored[d.name]
             continue
         print(f"features for {d.name} ({len(d.pairs)} pairs)", flush=True)
-        checker = checker or _checker(model, device)
+        checker = checker or _checker(model, device, evidence, evidence_k)
         feats[d.name] = window_features(checker, d, embedder)
         stored[d.name] = feats[d.name]
         stored[f"key:{d.name}"] = np.asarray(keys[d.name])
@@ -350,6 +361,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "0.05) whose neutral rate on the unrelated-premise dev set reaches TARGET (e.g. 0.8); "
         "a Contradiction window less similar to its claim is then Neutral",
     )  # fmt: skip
+    ap.add_argument(
+        "--evidence", choices=("windows", "sentences"), default="windows",
+        help="fit on the deciding window, or on the deciding sentence candidate (nli.evidence)",
+    )  # fmt: skip
+    ap.add_argument("--evidence-k", type=int, default=4)
     ap.add_argument("--json", type=Path, default=None, help="also write the report here")
     a = ap.parse_args(argv)
     if a.contradiction_gate is not None:
@@ -374,7 +390,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_sets = [DevSet(d.name, d.pairs[: a.limit], d.labels[: a.limit]) for d in report_sets]
 
     feats = cached_features(
-        a.features, a.model, [*calib_sets, *report_sets], a.device, a.embedding_model
+        a.features,
+        a.model,
+        [*calib_sets, *report_sets],
+        a.device,
+        a.embedding_model,
+        a.evidence,
+        a.evidence_k,
     )
     used = FEATURES if a.similarity else TEXT_FEATURES
     columns = [FEATURES.index(f) for f in used]

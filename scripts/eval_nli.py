@@ -132,13 +132,24 @@ def evaluate_model(
     batch_size: int,
     limit: int | None,
     calibrate: bool = True,
+    evidence: str = "windows",
+    evidence_k: int = 4,
+    calibration: str | None = None,
     factcheck: Path | None = None,
     only: Sequence[str] = (),
     log: Callable[[str], None] = print,
 ) -> list[Row]:
     """Run every available set; sets whose data is absent are skipped with a note."""
     checker = NLIChecker(
-        NLIConfig(model=model, device=device, batch_size=batch_size, calibrate=calibrate)
+        NLIConfig(
+            model=model,
+            device=device,
+            batch_size=batch_size,
+            calibrate=calibrate,
+            evidence=evidence,  # type: ignore[arg-type]
+            evidence_k=evidence_k,
+            calibration=calibration,
+        )
     )
     rows: list[Row] = []
     factcheck = factcheck or data_dir.parent / "factcheck-gpt" / "claim_evidence_stance.jsonl"
@@ -288,6 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--factcheck", type=Path, default=None, help="claim_evidence_stance.jsonl")
     parser.add_argument(
+        "--evidence", choices=("windows", "sentences"), default="windows",
+        help="premise windows, or the top-K sentences / sentence pairs per claim",
+    )  # fmt: skip
+    parser.add_argument("--evidence-k", type=int, default=4)
+    parser.add_argument(
+        "--calibration", default=None, help="another head: a JSON file or a name beside the model"
+    )
+    parser.add_argument(
         "--only", default="", help="comma-separated prefixes of set names to run (e.g. SummaC)"
     )
     args = parser.parse_args(argv)
@@ -300,6 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         batch_size=args.batch_size,
         limit=args.limit,
         calibrate=args.calibrate,
+        evidence=args.evidence,
+        evidence_k=args.evidence_k,
+        calibration=args.calibration,
         factcheck=args.factcheck,
         only=tuple(p for p in args.only.split(",") if p),
     )
