@@ -46,6 +46,22 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"model": model, "src": src, "preset": preset, "ref": ref, "root": root}
 
 
+def _args(setup: dict[str, Path], out: Path, model: Path | None = None) -> list[str]:
+    """``evaluate`` arguments for the shared input and preset (a model copy when given)."""
+    return [
+        "evaluate",
+        "-i",
+        str(setup["src"]),
+        "-o",
+        str(out),
+        "--nli-model",
+        str(model or setup["model"]),
+        "--config",
+        str(setup["preset"]),
+        "--quiet",
+    ]
+
+
 def _same_as_reference(out: Path, ref: Path) -> None:
     assert out.read_bytes() == ref.read_bytes()
     claims = output_paths(out)["claims"], output_paths(ref)["claims"]
@@ -179,21 +195,8 @@ def test_a_size_limited_file_exits_2_naming_it_and_resume_finishes(
     setup: dict[str, Path], tmp_path: Path
 ) -> None:
     out = tmp_path / "out.json"
-    cmd = [
-        sys.executable,
-        "-c",
-        "from ragcheck_local.cli import main; main()",
-        "evaluate",
-        "-i",
-        str(setup["src"]),
-        "-o",
-        str(out),
-        "--nli-model",
-        str(setup["model"]),
-        "--config",
-        str(setup["preset"]),
-        "--quiet",
-    ]
+    cmd = [sys.executable, "-c", "from ragcheck_local.cli import main; main()"]
+    cmd += _args(setup, out)
     limited = subprocess.run(
         cmd, capture_output=True, text=True, preexec_fn=_limited(60_000), timeout=600
     )
@@ -239,21 +242,7 @@ def test_a_read_only_output_folder_exits_2_naming_the_path(
         context = _noop(tmp_path / "ro")
     with context as folder:
         out = folder / "out.json"
-        outcome = run_cli(
-            [
-                "evaluate",
-                "-i",
-                str(setup["src"]),
-                "-o",
-                str(out),
-                "--nli-model",
-                str(setup["model"]),
-                "--config",
-                str(setup["preset"]),
-                "-q",
-            ],
-            folder,
-        )
+        outcome = run_cli(_args(setup, out), folder)
         assert outcome.exit_code == 2, outcome.output[-2000:]
         assert str(folder) in outcome.output
         assert "Read-only file system" in outcome.output or "Permission denied" in outcome.output
@@ -326,21 +315,7 @@ def test_broken_model_files_exit_2_before_any_file(
     words = breakage(model)
     folder = tmp_path / "run"
     folder.mkdir()
-    outcome = run_cli(
-        [
-            "evaluate",
-            "-i",
-            str(setup["src"]),
-            "-o",
-            str(folder / "out.json"),
-            "--nli-model",
-            str(model),
-            "--config",
-            str(setup["preset"]),
-            "-q",
-        ],
-        folder,
-    )
+    outcome = run_cli(_args(setup, folder / "out.json", model), folder)
     assert outcome.exit_code == 2, outcome.output[-2000:]
     assert words in outcome.output, outcome.output[-2000:]
     assert str(model) in outcome.output

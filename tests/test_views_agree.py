@@ -139,6 +139,11 @@ def assert_views_agree(out: Path) -> None:
     assert checked > 0
 
 
+def _config(model: Path, embedder: Path, **overrides: object):
+    settings = {"nli_model": str(model), "device": "cpu", "progress": False}
+    return build_config("default", {**settings, "nli.embedding_model": str(embedder), **overrides})
+
+
 def _model_with(tmp_path: Path, base: Path, head: Calibration | None) -> Path:
     model = tmp_path / "model"
     shutil.copytree(base, model)
@@ -162,17 +167,12 @@ def test_every_view_agrees_with_the_matrices(
     source.write_text(json.dumps({"results": items}), encoding="utf-8")
     outs = []
     for name, path in (("generated", source), ("example", EXAMPLES / "example_input.json")):
-        cfg = build_config(
-            "default",
-            {
-                "nli_model": str(model),
-                "device": "cpu",
-                "progress": False,
-                "nli.embedding_model": str(tiny_embedder),
-                "calibrate": "off" not in judge,
-                # Screened-out pairs are Neutral without a forward pass.
-                "prefilter": "lexical" if "prefilter" in judge else "off",
-            },
+        cfg = _config(
+            model,
+            tiny_embedder,
+            calibrate="off" not in judge,
+            # Screened-out pairs are Neutral without a forward pass.
+            prefilter="lexical" if "prefilter" in judge else "off",
         )
         out = tmp_path / f"{name}.json"
         evaluate(path, out, cfg)
@@ -194,15 +194,7 @@ def test_compare_reads_the_verdicts_the_metrics_counted(
     runs = []
     for name in ("argmax", "head+gate"):
         model = _model_with(tmp_path / name, hashed_model, _heads()[name])
-        cfg = build_config(
-            "default",
-            {
-                "nli_model": str(model),
-                "device": "cpu",
-                "progress": False,
-                "nli.embedding_model": str(tiny_embedder),
-            },
-        )
+        cfg = _config(model, tiny_embedder)
         out = tmp_path / f"{name}.json"
         evaluate(source, out, cfg)
         runs.append(json.loads(out.read_text(encoding="utf-8")))
