@@ -16,7 +16,6 @@ from typing import Any
 from . import __version__
 from .claims import Segmenter, build_extractor, resolve_parser_name
 from .config import EvalConfig
-from .engines.blocks import BlockStats, Results
 from .formats.input import item_to_dict
 from .judge.verdicts import NEUTRAL_PROBS, combine
 from .metrics import (
@@ -32,7 +31,7 @@ from .metrics import (
     resolve_metrics,
     with_extras,
 )
-from .records import NEUTRAL, Claim, RagItem
+from .records import NEUTRAL, BlockStats, Claim, RagItem, Results
 
 PROB_KEYS = ("entailment", "neutral", "contradiction")
 
@@ -444,10 +443,10 @@ def preflight(config: EvalConfig) -> dict[str, Any]:
     """
     from pathlib import Path
 
+    from .device import resolve_device, resolve_dtype
     from .errors import InputError
     from .judge.cache import model_fingerprint
     from .judge.checker import WINDOW_RULE, evidence_setting, preflight_model
-    from .judge.device import resolve_device, resolve_dtype
 
     c = config.claims
     if c.lang != "auto" or c.spacy_model:

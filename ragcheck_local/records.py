@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 ENTAILMENT = "Entailment"
 NEUTRAL = "Neutral"
@@ -83,3 +85,61 @@ class Rejected:
     record: str
     field: str | None
     reason: str
+
+
+Results = list[dict[str, Any]]
+"""RAGChecker-format result dicts of one block."""
+
+
+def _add(a: Mapping[str, Any], b: Mapping[str, Any], sign: int = 1) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = out.get(key, 0) + sign * value
+    return out
+
+
+@dataclass(frozen=True)
+class BlockStats:
+    """What evaluating some blocks cost: item/claim/pair counters, stage seconds, NLI counters,
+    and facts about the model that did it (reported once per worker)."""
+
+    counts: Mapping[str, int] = field(default_factory=dict)
+    extraction_s: float = 0.0
+    checking_s: float = 0.0
+    nli: Mapping[str, int] = field(default_factory=dict)
+    model: Mapping[str, Any] = field(default_factory=dict)
+
+    def __add__(self, other: BlockStats) -> BlockStats:
+        return BlockStats(
+            counts=_add(self.counts, other.counts),
+            extraction_s=self.extraction_s + other.extraction_s,
+            checking_s=self.checking_s + other.checking_s,
+            nli=_add(self.nli, other.nli),
+            model={**self.model, **other.model},
+        )
+
+    def __sub__(self, before: BlockStats) -> BlockStats:
+        """What happened between ``before`` and this snapshot (model facts are not diffed)."""
+        return BlockStats(
+            counts=_add(self.counts, before.counts, -1),
+            extraction_s=self.extraction_s - before.extraction_s,
+            checking_s=self.checking_s - before.checking_s,
+            nli=_add(self.nli, before.nli, -1),
+        )
+
+    def to_json(self) -> str:
+        """Text for a queue or an Arrow row."""
+        return json.dumps(
+            {
+                "counts": dict(self.counts),
+                "extraction_s": self.extraction_s,
+                "checking_s": self.checking_s,
+                "nli": dict(self.nli),
+                "model": dict(self.model),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> BlockStats:
+        """The stats :meth:`to_json` wrote."""
+        return cls(**json.loads(text)) if text else cls()

@@ -6,4 +6,5 @@ bash scripts/setup.sh
 # shellcheck disable=SC1091
 . "${RAGCHECK_VENV:-.venv}/bin/activate"
 ruff check ragcheck_local tests scripts
+lint-imports  # no import circles, no upward imports (pyproject.toml [tool.importlinter])
 python -m pytest -q "$@"

@@ -1272,7 +1272,7 @@ class Seq2SeqExtractor:
         import torch  # noqa: F401  (fail early with a clear import error)
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        from ..judge.device import resolve_device
+        from ..device import resolve_device
 
         self.config = config
         self.segmenter = segmenter

@@ -501,7 +501,7 @@ class NLIChecker:
         import torch
         from transformers import AutoConfig
 
-        from .device import resolve_device, resolve_dtype
+        from ..device import resolve_device, resolve_dtype
 
         self.config = config
         self.model_path = resolve_model_path(config.model_path)

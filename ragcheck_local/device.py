@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import check_device
-from ..errors import InputError
+from .config import check_device
+from .errors import InputError
 
 
 def resolve_device(device: str) -> Any:
