@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +13,17 @@ from tiny_models import build_embedding_model, build_nli_model
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 EXAMPLES = Path(__file__).resolve().parents[1] / "ragcheck_local" / "examples"
+
+
+def require_shared(path: Path) -> Path:
+    """``path`` under ../shared/data; without it a test skips for an outside user, but fails
+    in CI (``CI=true``), where the shared data is always laid beside the checkout."""
+    if not path.exists():
+        message = f"shared data not found at {path}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true: parity tests must run)")
+        pytest.skip(message)
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -442,7 +442,7 @@ def test_parser_agrees_with_rules_on_the_realistic_answers() -> None:
 
 
 def test_parser_settings() -> None:
-    assert isinstance(build_analyzer("off"), RuleAnalyzer)
+    assert type(build_analyzer("off")) is RuleAnalyzer  # not a ParserAnalyzer (a subclass)
     assert resolve_parser_name("off") is None
     assert resolve_parser_name("my_pkg") == "my_pkg"
     with pytest.raises(ModelError, match="no_such_parser_pkg"):

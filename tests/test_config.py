@@ -72,7 +72,21 @@ def test_every_preset_key_is_a_setting_and_valid(preset: str) -> None:
 
 
 def test_no_preset_gives_dataclass_defaults() -> None:
-    assert build_config(None) == EvalConfig()
+    config = build_config(None)
+    assert config == EvalConfig()
+    # The defaults themselves, written out (a changed default must be a decision).
+    assert (config.nli.device, config.nli.dtype, config.nli.batch_size) == ("auto", "auto", 64)
+    assert (config.nli.evidence, config.nli.evidence_k, config.nli.calibrate) == (
+        "windows",
+        4,
+        True,
+    )
+    assert (config.run.block_size, config.run.empty_policy, config.run.metrics) == (
+        256,
+        "zero",
+        ("all_metrics",),
+    )
+    assert (config.input.on_error, config.input.on_language_mismatch) == ("raise", "warn")
 
 
 def test_overrides_apply_and_none_is_ignored() -> None:

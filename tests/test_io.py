@@ -109,8 +109,14 @@ def test_bare_list_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["example_input.json", "example_input_ja.json"])
 def test_packaged_examples_read(name: str) -> None:
     result = read_items(EXAMPLES / name)
-    assert len(result.items) >= 1
-    assert all(i.response.strip() for i in result.items)
+    expected = {
+        "example_input.json": (["q1", "q2", "q3", "q4", "q5"], [3, 2, 3, 2, 3]),
+        "example_input_ja.json": (["ja1"], [2]),
+    }[name]
+    assert [i.query_id for i in result.items] == expected[0]
+    assert [len(i.retrieved_context or ()) for i in result.items] == expected[1]
+    assert all(i.response.strip() and i.gt_answer.strip() for i in result.items)
+    assert not result.rejected
 
 
 def test_jsonl_streams_in_order_and_skips_blank_lines(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import require_shared
 
 from ragcheck_local.metrics import (
     ALL_METRICS,
@@ -25,9 +26,7 @@ OUTPUTS = DATA / "ragchecker-examples" / "checking_outputs.json"
 
 @pytest.fixture(scope="module")
 def outputs() -> dict[str, Any]:
-    if not OUTPUTS.is_file():
-        pytest.skip(f"shared RAGChecker example not found at {OUTPUTS}")
-    return json.loads(OUTPUTS.read_text(encoding="utf-8"))
+    return json.loads(require_shared(OUTPUTS).read_text(encoding="utf-8"))
 
 
 def test_example_has_real_content(outputs: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, SHARED_DATA
+from conftest import EXAMPLES, SHARED_DATA, require_shared
 
 from ragcheck_local.config import build_config
 from ragcheck_local.errors import InputError
@@ -229,9 +229,7 @@ def test_recompute_reproduces_our_metrics(tmp_path: Path, lexical_model: Path) -
 
 
 def test_recompute_reproduces_ragchecker_output(tmp_path: Path) -> None:
-    src = SHARED_DATA / "ragchecker-examples" / "checking_outputs.json"
-    if not src.is_file():
-        pytest.skip("shared RAGChecker example output not present")
+    src = require_shared(SHARED_DATA / "ragchecker-examples" / "checking_outputs.json")
     original = json.loads(src.read_text())
     again = recompute(src, tmp_path / "re.json")
     for ours, theirs in zip(again["results"], original["results"], strict=True):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import require_shared
 
 from ragcheck_local.cli import main
 from ragcheck_local.errors import InputError
@@ -263,9 +264,8 @@ def test_ragchecker_own_format_renders() -> None:
     assert "| F1 | 66.7 |" in md
 
 
-@pytest.mark.skipif(not (SHARED / "ragchecker-examples").is_dir(), reason="no shared data")
 def test_ragchecker_example_file_renders() -> None:
-    path = SHARED / "ragchecker-examples" / "checking_outputs.json"
+    path = require_shared(SHARED / "ragchecker-examples" / "checking_outputs.json")
     data = load_output(path)
     html = build_html(data, lang="ja")
     assert "longest river" in html and external_refs(html) == []
