@@ -49,9 +49,57 @@ _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 _LANG_RE = re.compile(r"^[a-z]{2,3}$")
 
 
-def _help(text: str, **checks: Any) -> dict[str, Any]:
-    """Field metadata: the help text (CLI, docs) and the checks beyond the type."""
-    return {"help": text, **checks}
+def _help(text: str, *, flat: bool | str = False, **checks: Any) -> dict[str, Any]:
+    """Field metadata: the help text (CLI, docs), the flat name (``True``: the field's name;
+    a string: that name; ``False``: dotted only), ``parse`` (how YAML / CLI spellings become
+    the field's type) and the checks beyond the type."""
+    return {"help": text, "flat": flat, **checks}
+
+
+# -- YAML / CLI spellings → a field's type, named in field metadata (``parse``) ------------------
+
+
+def _as_names(value: Any) -> Any:
+    """``"a, b"`` or a list → ``("a", "b")``."""
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value)
+    return value
+
+
+def _as_column_map(value: Any) -> Any:
+    """A mapping, ``"a=b,c=d"`` or a list of pairs → ``(("a", "b"), ("c", "d"))``."""
+    if isinstance(value, Mapping):
+        return tuple((str(k), str(v)) for k, v in value.items())
+    if isinstance(value, str):
+        from .formats.input import parse_column_map
+
+        return tuple(parse_column_map(value).items())
+    if isinstance(value, list | tuple):
+        return tuple(tuple(pair) for pair in value)
+    return value
+
+
+def _as_switch(value: Any) -> Any:
+    """YAML 1.1 reads a bare ``off`` / ``on`` as a boolean: ``False`` → off, ``True`` →
+    lexical (the prefilter's mode)."""
+    if isinstance(value, bool):
+        return "lexical" if value else "off"
+    return value
+
+
+def _as_devices(value: Any) -> Any:
+    return parse_devices(value) if isinstance(value, str | list | tuple) else value
+
+
+def _as_shard(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_shard(value)
+    if isinstance(value, list | tuple):
+        # Through parse_shard so [1] or [a, b] give an InputError, not IndexError/ValueError.
+        return parse_shard("/".join(str(v) for v in value))
+    return value
 
 
 # -- value checks named in field metadata -------------------------------------------------------
@@ -164,44 +212,56 @@ class NLIConfig(_Section):
     """The judge: which NLI model, where it runs and how pairs are batched and windowed."""
 
     model: str | None = field(
-        default=None, metadata=_help("Local NLI model directory (default: the bundled model).")
+        default=None,
+        metadata=_help("Local NLI model directory (default: the bundled model).", flat="nli_model"),
     )
     device: str = field(
-        default="auto", metadata=_help("auto | cpu | cuda | cuda:N | mps", check="device")
+        default="auto",
+        metadata=_help("auto | cpu | cuda | cuda:N | mps", flat=True, check="device"),
     )
-    dtype: Dtype = field(default="auto", metadata=_help("Model dtype (auto: float32 on CPU)."))
-    batch_size: int = field(default=64, metadata=_help("Most pairs per forward pass.", min=1))
+    dtype: Dtype = field(
+        default="auto", metadata=_help("Model dtype (auto: float32 on CPU).", flat=True)
+    )
+    batch_size: int = field(
+        default=64, metadata=_help("Most pairs per forward pass.", flat=True, min=1)
+    )
     max_batch_tokens: int = field(
-        default=16384, metadata=_help("Token budget per forward pass.", min=1)
+        default=16384, metadata=_help("Token budget per forward pass.", flat=True, min=1)
     )
     max_length: int | None = field(
-        default=None, metadata=_help("Tokens per (window, claim) pair.", min=16)
+        default=None, metadata=_help("Tokens per (window, claim) pair.", flat=True, min=16)
     )
     window_overlap: int = field(
-        default=1, metadata=_help("Sentences shared by consecutive windows.", min=0)
+        default=1, metadata=_help("Sentences shared by consecutive windows.", flat=True, min=0)
     )
     evidence: Evidence = field(
         default="windows",
         metadata=_help(
             "What of a premise the model reads against a claim: overlapping token windows, or "
-            "its sentences and adjacent sentence pairs, the evidence_k most related to the claim."
+            "its sentences and adjacent sentence pairs, the evidence_k most related to the claim.",
+            flat=True,
         ),
     )
     evidence_k: int = field(
         default=4,
-        metadata=_help("Sentence candidates per claim and premise (evidence=sentences).", min=1),
+        metadata=_help(
+            "Sentence candidates per claim and premise (evidence=sentences).", flat=True, min=1
+        ),
     )
-    backend: Backend = field(default="torch", metadata=_help("Inference backend."))
-    compile: bool = field(default=False, metadata=_help("torch.compile (GPU)."))
+    backend: Backend = field(default="torch", metadata=_help("Inference backend.", flat=True))
+    compile: bool = field(default=False, metadata=_help("torch.compile (GPU).", flat=True))
     calibrate: bool = field(
         default=True,
-        metadata=_help("Apply the calibrated verdict head the model ships (off: argmax)."),
+        metadata=_help(
+            "Apply the calibrated verdict head the model ships (off: argmax).", flat=True
+        ),
     )
     calibration: str | None = field(
         default=None,
         metadata=_help(
             "Another calibrated head: a JSON file with a 'calibration' section, or the name "
-            "of one beside the model (default: the model's ragcheck.json)."
+            "of one beside the model (default: the model's ragcheck.json).",
+            flat=True,
         ),
     )
     embedding_model: str | None = field(
@@ -222,32 +282,44 @@ class NLIConfig(_Section):
 class ExtractorConfig(_Section):
     """Claim extraction: sentence claims (spaCy) or a local seq2seq model."""
 
-    kind: ExtractorKind = field(default="sentence", metadata=_help("Claim extractor."))
+    kind: ExtractorKind = field(
+        default="sentence", metadata=_help("Claim extractor.", flat="extractor")
+    )
     lang: str = field(
-        default="auto", metadata=_help("auto | en | ja | ... (spaCy language code).", check="lang")
+        default="auto",
+        metadata=_help("auto | en | ja | ... (spaCy language code).", flat=True, check="lang"),
     )
     spacy_model: str | None = field(
-        default=None, metadata=_help("Installed spaCy pipeline name or path for sentences.")
+        default=None,
+        metadata=_help("Installed spaCy pipeline name or path for sentences.", flat=True),
     )
     model: str | None = field(
-        default=None, metadata=_help("Local seq2seq model directory (--extractor seq2seq).")
+        default=None,
+        metadata=_help(
+            "Local seq2seq model directory (--extractor seq2seq).", flat="extractor_model"
+        ),
     )
     device: str | None = field(
         default=None,
         metadata=_help("Device of the seq2seq model (default: nli.device).", check="device"),
     )
-    batch_size: int = field(default=8, metadata=_help("Texts per seq2seq batch.", min=1))
+    batch_size: int = field(
+        default=8, metadata=_help("Texts per seq2seq batch.", flat="extractor_batch_size", min=1)
+    )
     max_new_tokens: int = field(default=128, metadata=_help("Seq2seq output tokens.", min=1))
     prefix: str = field(default="extract claims: ", metadata=_help("Seq2seq input prefix."))
     mode: ClaimMode = field(
         default="sentence",
-        metadata=_help("One claim per sentence, or coordinated clauses as separate claims."),
+        metadata=_help(
+            "One claim per sentence, or coordinated clauses as separate claims.", flat="claims"
+        ),
     )
     parser: str = field(
         default="auto",
         metadata=_help(
             "English parser for pronouns/lead-ins/atomic claims: auto (an installed "
-            "en_core_web_sm pipeline, else rules) | off | spaCy package or path."
+            "en_core_web_sm pipeline, else rules) | off | spaCy package or path.",
+            flat="claim_parser",
         ),
     )
 
@@ -265,11 +337,20 @@ class PrefilterConfig(_Section):
 
     mode: PrefilterMode = field(
         default="off",
-        metadata=_help("Label clearly unrelated chunk-claim pairs Neutral without the model."),
+        metadata=_help(
+            "Label clearly unrelated chunk-claim pairs Neutral without the model.",
+            parse=_as_switch,
+            flat="prefilter",
+        ),
     )
     threshold: float = field(
         default=0.1,
-        metadata=_help("Lexical relevance below which pairs are skipped.", min=0, max=1),
+        metadata=_help(
+            "Lexical relevance below which pairs are skipped.",
+            flat="prefilter_threshold",
+            min=0,
+            max=1,
+        ),
     )
     embedding_threshold: float = field(
         default=0.3,
@@ -288,18 +369,24 @@ class PrefilterConfig(_Section):
 class InputConfig(_Section):
     """How the input file is read."""
 
-    format: InputFormat = field(default="auto", metadata=_help("Input file format."))
+    format: InputFormat = field(
+        default="auto", metadata=_help("Input file format.", flat="input_format")
+    )
     column_map: tuple[tuple[str, str], ...] = field(
-        default=(), metadata=_help("SOURCE=FIELD pairs, e.g. question=query.")
+        default=(),
+        metadata=_help("SOURCE=FIELD pairs, e.g. question=query.", parse=_as_column_map, flat=True),
     )
     on_error: OnError = field(
         default="raise",
-        metadata=_help("Stop at the first bad record, or record it as rejected and go on."),
+        metadata=_help(
+            "Stop at the first bad record, or record it as rejected and go on.", flat=True
+        ),
     )
     max_item_chars: int = field(
         default=200_000,
         metadata=_help(
             "Refuse items with more characters of text than this (bounds one item's memory).",
+            flat=True,
             min=1,
         ),
     )
@@ -308,7 +395,8 @@ class InputConfig(_Section):
         metadata=_help(
             "Items in a language the judge does not declare: evaluate them with a warning in "
             "the item, the manifest and the reports; skip them (recorded as rejected); or stop "
-            "(exit 2)."
+            "(exit 2).",
+            flat=True,
         ),
     )
 
@@ -318,27 +406,34 @@ class RunConfig(_Section):
     """What a run computes and where it keeps its state."""
 
     metrics: tuple[str, ...] = field(
-        default=("all_metrics",), metadata=_help("Metric or group names.")
+        default=("all_metrics",),
+        metadata=_help("Metric or group names.", parse=_as_names, flat=True),
     )
     empty_policy: EmptyPolicy = field(
         default="zero",
-        metadata=_help("Items without claims count as 0 (RAGChecker) or are skipped."),
+        metadata=_help("Items without claims count as 0 (RAGChecker) or are skipped.", flat=True),
     )
     block_size: int = field(
         default=256,
-        metadata=_help("Items per block: each finished block is checkpointed for --resume.", min=1),
+        metadata=_help(
+            "Items per block: each finished block is checkpointed for --resume.", flat=True, min=1
+        ),
     )
-    cache: str | None = field(default=None, metadata=_help("SQLite cache of NLI probabilities."))
+    cache: str | None = field(
+        default=None, metadata=_help("SQLite cache of NLI probabilities.", flat=True)
+    )
     shard: tuple[int, int] | None = field(
         default=None,
         metadata=_help(
             "Evaluate only shard I of N (I/N): blocks I, I+N, ... of --block-size items; "
             "merged shards equal one run exactly (same --block-size).",
+            parse=_as_shard,
+            flat=True,
             check=check_shard,
         ),
     )
-    resume: bool = field(default=False, metadata=_help("Continue an interrupted run."))
-    progress: bool = field(default=True, metadata=_help("Progress bars."))
+    resume: bool = field(default=False, metadata=_help("Continue an interrupted run.", flat=True))
+    progress: bool = field(default=True, metadata=_help("Progress bars.", flat=True))
 
 
 @dataclass(frozen=True)
@@ -347,23 +442,29 @@ class EngineConfig(_Section):
 
     kind: EngineKind = field(
         default="local",
-        metadata=_help("local (this process) or ray (Ray Data: pip install 'ragcheck_local[ray]')"),
+        metadata=_help(
+            "local (this process) or ray (Ray Data: pip install 'ragcheck_local[ray]')",
+            flat="engine",
+        ),
     )
     ray_address: str | None = field(
         default=None,
-        metadata=_help("Ray cluster to join, e.g. auto (default: $RAY_ADDRESS/local)."),
+        metadata=_help("Ray cluster to join, e.g. auto (default: $RAY_ADDRESS/local).", flat=True),
     )
     num_actors: int | None = field(
-        default=None, metadata=_help("NLI actors (--engine ray; default: one per GPU).", min=1)
+        default=None,
+        metadata=_help("NLI actors (--engine ray; default: one per GPU).", flat=True, min=1),
     )
     num_gpus_per_actor: float | None = field(
-        default=None, metadata=_help("GPUs per NLI actor (--engine ray).", min=0)
+        default=None, metadata=_help("GPUs per NLI actor (--engine ray).", flat=True, min=0)
     )
     devices: tuple[str, ...] | None = field(
         default=None,
         metadata=_help(
             "One worker process per device, e.g. cuda:0,cuda:1 (default auto: every GPU when "
             "several are visible).",
+            parse=_as_devices,
+            flat=True,
             check="devices",
         ),
     )
@@ -417,47 +518,24 @@ DOTTED_KEYS: tuple[str, ...] = tuple(
 )
 """Every setting, as ``section.field``."""
 
-FLAT_KEYS: dict[str, tuple[str, ...]] = {
-    "nli_model": ("nli.model",),
-    "device": ("nli.device",),
-    "dtype": ("nli.dtype",),
-    "batch_size": ("nli.batch_size",),
-    "max_batch_tokens": ("nli.max_batch_tokens",),
-    "max_length": ("nli.max_length",),
-    "window_overlap": ("nli.window_overlap",),
-    "evidence": ("nli.evidence",),
-    "evidence_k": ("nli.evidence_k",),
-    "backend": ("nli.backend",),
-    "compile": ("nli.compile",),
-    "calibrate": ("nli.calibrate",),
-    "calibration": ("nli.calibration",),
-    "prefilter": ("prefilter.mode",),
-    "prefilter_threshold": ("prefilter.threshold",),
-    "lang": ("claims.lang",),
-    "spacy_model": ("claims.spacy_model",),
-    "extractor": ("claims.kind",),
-    "extractor_model": ("claims.model",),
-    "extractor_batch_size": ("claims.batch_size",),
-    "claims": ("claims.mode",),
-    "claim_parser": ("claims.parser",),
-    "input_format": ("input.format",),
-    "column_map": ("input.column_map",),
-    "on_error": ("input.on_error",),
-    "max_item_chars": ("input.max_item_chars",),
-    "on_language_mismatch": ("input.on_language_mismatch",),
-    "metrics": ("run.metrics",),
-    "empty_policy": ("run.empty_policy",),
-    "block_size": ("run.block_size",),
-    "cache": ("run.cache",),
-    "shard": ("run.shard",),
-    "resume": ("run.resume",),
-    "progress": ("run.progress",),
-    "engine": ("engine.kind",),
-    "ray_address": ("engine.ray_address",),
-    "num_actors": ("engine.num_actors",),
-    "num_gpus_per_actor": ("engine.num_gpus_per_actor",),
-    "devices": ("engine.devices",),
-}
+
+def _flat_keys() -> dict[str, tuple[str, ...]]:
+    """Flat names from the fields' ``flat`` metadata: ``True`` = the field's own name, a
+    string = that name (where the field name alone would be ambiguous or unclear)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for section, cls in SECTIONS.items():
+        for f in fields(cls):
+            flat = f.metadata.get("flat")
+            if not flat:
+                continue
+            name = f.name if flat is True else flat
+            if name in out:
+                raise RuntimeError(f"flat name {name!r} of {section}.{f.name} is taken")
+            out[name] = (f"{section}.{f.name}",)
+    return out
+
+
+FLAT_KEYS: dict[str, tuple[str, ...]] = _flat_keys()
 """Flat names (the CLI flags, the v0.1 API and RAGChecker-style callers) → dotted settings."""
 
 ENGINE_SETTINGS = ("engine",)
@@ -491,31 +569,9 @@ def _targets(key: str) -> tuple[str, ...]:
 
 
 def _coerce(dotted: str, value: Any) -> Any:
-    """YAML / CLI spellings → the field's type (lists → tuples, ``I/N`` → shard, ...)."""
-    if dotted == "run.metrics":
-        if isinstance(value, str):
-            return tuple(v.strip() for v in value.split(",") if v.strip())
-        if isinstance(value, list | tuple):
-            return tuple(str(v) for v in value)
-    if dotted == "input.column_map":
-        if isinstance(value, Mapping):
-            return tuple((str(k), str(v)) for k, v in value.items())
-        if isinstance(value, str):
-            from .formats.input import parse_column_map
-
-            return tuple(parse_column_map(value).items())
-        if isinstance(value, list | tuple):
-            return tuple(tuple(pair) for pair in value)
-    if dotted == "prefilter.mode" and isinstance(value, bool):
-        return "lexical" if value else "off"  # YAML 1.1 reads a bare `off` / `on` as a boolean
-    if dotted == "engine.devices" and isinstance(value, str | list | tuple):
-        return parse_devices(value)
-    if dotted == "run.shard" and isinstance(value, str):
-        return parse_shard(value)
-    if dotted == "run.shard" and isinstance(value, list | tuple):
-        # Through parse_shard so [1] or [a, b] give an InputError, not IndexError/ValueError.
-        return parse_shard("/".join(str(v) for v in value))
-    return value
+    """YAML / CLI spellings → the field's type, by the field's ``parse`` metadata."""
+    parse = field_of(dotted).metadata.get("parse")
+    return parse(value) if parse is not None else value
 
 
 def parse_devices(spec: str | Iterable[str] | None) -> tuple[str, ...] | None:

@@ -317,3 +317,25 @@ def test_cli_flags_are_derived_from_the_config() -> None:
             assert isinstance(by_dest[flat].type, click.Choice)
             assert tuple(by_dest[flat].type.choices) == options
     assert "settings" in by_dest  # --set
+
+
+def test_flat_names_come_from_the_fields_and_tuple_settings_parse_their_spellings() -> None:
+    from dataclasses import fields
+
+    from ragcheck_local.config import SECTIONS
+
+    for section, cls in SECTIONS.items():
+        for f in fields(cls):
+            flat = f.metadata.get("flat")
+            dotted = f"{section}.{f.name}"
+            if flat is True:
+                assert FLAT_KEYS[f.name] == (dotted,)
+            elif flat:
+                assert FLAT_KEYS[flat] == (dotted,)
+            else:
+                assert dotted not in [t for targets in FLAT_KEYS.values() for t in targets]
+            if "tuple" in str(f.type):  # lists in YAML, comma lists on the command line
+                assert f.metadata.get("parse") is not None, dotted
+    assert FLAT_KEYS["nli_model"] == ("nli.model",) and FLAT_KEYS["extractor"] == ("claims.kind",)
+    config = build_config(None, {"metrics": "faithfulness, precision", "shard": [1, 4]})
+    assert config.run.metrics == ("faithfulness", "precision") and config.run.shard == (1, 4)
