@@ -443,33 +443,13 @@ def preflight(config: EvalConfig) -> dict[str, Any]:
     """
     from pathlib import Path
 
-    from .device import resolve_device, resolve_dtype
     from .errors import InputError
-    from .judge.cache import model_fingerprint
-    from .judge.checker import WINDOW_RULE, evidence_setting, preflight_model
+    from .judge.checker import preflight_model
 
     c = config.claims
     if c.lang != "auto" or c.spacy_model:
-        Segmenter(c.lang, c.spacy_model)._nlp(c.lang)  # an unknown --lang fails here
+        Segmenter(c.lang, c.spacy_model).check_lang(c.lang)  # an unknown --lang fails here
     if c.model and not Path(c.model).expanduser().is_dir():
         raise InputError(f"no model directory at {c.model!r}", field="claims.model")
-    nli = config.nli
-    facts = preflight_model(nli)
-    device = resolve_device(nli.device)
-    if nli.backend == "onnx":
-        dtype = "int8" if device.type == "cpu" and nli.dtype == "auto" else "float32"
-    else:
-        dtype = str(resolve_dtype(nli.dtype, device)).replace("torch.", "")
-    return {
-        "resolved_path": facts["resolved_path"],
-        "sha256": model_fingerprint(facts["resolved_path"]),
-        "device": str(device),
-        "dtype": dtype,
-        "backend": nli.backend,
-        "max_length": facts["max_length"],
-        "window_overlap": nli.window_overlap,
-        "window_rule": WINDOW_RULE,
-        "evidence": evidence_setting(nli),
-        "labels": list(facts["columns"]),
-        "languages": facts["languages"],
-    }
+    checked = preflight_model(config.nli)
+    return {**checked["facts"], "languages": checked["languages"]}

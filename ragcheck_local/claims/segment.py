@@ -178,6 +178,11 @@ class Segmenter:
         self.spacy_model = spacy_model
         self._nlps: dict[str, Any] = {}
 
+    def check_lang(self, lang: str) -> None:
+        """Load the pipeline for ``lang`` now: an unknown language or spaCy model fails
+        before a run creates any file."""
+        self._nlp(lang)
+
     def _nlp(self, lang: str) -> Any:
         key = self.spacy_model or lang
         if key in self._nlps:

