@@ -444,7 +444,7 @@ def preflight(config: EvalConfig) -> dict[str, Any]:
     from pathlib import Path
 
     from .errors import InputError
-    from .judge.checker import preflight_model
+    from .judge.model_files import preflight_model
 
     c = config.claims
     if c.lang != "auto" or c.spacy_model:

@@ -203,7 +203,7 @@ def _evaluate(
         import_ray()  # a missing optional dependency fails before any work is done
 
     from .evaluator import preflight
-    from .judge.checker import model_languages
+    from .judge.model_files import model_languages
 
     declared = model_languages(config.nli.model_path)
     policy = config.input.on_language_mismatch

@@ -268,7 +268,7 @@ class BaselineChecker:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from ragcheck_local.judge.checker import label_columns
+        from ragcheck_local.judge.model_files import label_columns
 
         self.torch = torch
         self.device = device

