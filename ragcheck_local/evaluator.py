@@ -182,7 +182,8 @@ class Evaluator:
     def claim_cache(self) -> Any:
         """SQLite cache of extracted claims per text (shares the --cache file), or None."""
         if self._claim_cache is None and self.config.run.cache:
-            from .judge.cache import ClaimCache, model_fingerprint
+            from .claims.cache import ClaimCache
+            from .formats.store import model_fingerprint
 
             c = self.config.claims
             model = model_fingerprint(c.model) if c.model else "-"
@@ -265,7 +266,7 @@ class Evaluator:
         todo = [i for i, t in enumerate(texts) if t.strip() or not skip_empty]
         cache = self.claim_cache
         if cache is not None and todo:
-            from .judge.cache import text_hash
+            from .formats.store import text_hash
 
             hashes = {i: text_hash(texts[i]) for i in todo}
             hits = cache.get_many(sorted(set(hashes.values())))

@@ -281,7 +281,7 @@ def cached_features(
 ) -> dict[str, np.ndarray]:
     """Feature rows per set; a set's rows come from ``path`` when they were made for the same
     model and the same pairs (keyed per set, so adding a set recomputes only that set)."""
-    from ragcheck_local.judge.cache import model_fingerprint
+    from ragcheck_local.formats.store import model_fingerprint
 
     # The feature layout is part of the key: a cache written before a feature existed is stale.
     fingerprint = model_fingerprint(model) + ":" + ",".join(FEATURES)

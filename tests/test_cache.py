@@ -10,13 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from ragcheck_local.claims.cache import ClaimCache
 from ragcheck_local.errors import RagcheckError
-from ragcheck_local.judge.cache import (
-    ClaimCache,
-    NLICache,
-    model_fingerprint,
-    text_hash,
-)
+from ragcheck_local.formats.store import model_fingerprint, text_hash
+from ragcheck_local.judge.cache import NLICache
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -211,7 +208,8 @@ def test_concurrent_thread_readers_while_writing(tmp_path: Path) -> None:
 _READER_SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[3])
-from ragcheck_local.judge.cache import NLICache, text_hash
+from ragcheck_local.formats.store import text_hash
+from ragcheck_local.judge.cache import NLICache
 path, n = sys.argv[1], int(sys.argv[2])
 keys = [(text_hash(f"premise {i}"), text_hash(f"claim {i}")) for i in range(n)]
 counts = []

@@ -264,7 +264,7 @@ def test_ensure_onnx_reuses_and_refreshes(tmp_path: Path) -> None:
     save_file(weights, model_dir / "model.safetensors", metadata={"format": "pt"})
     assert onnx_backend.ensure_onnx(model_dir, quantize=False) == path
     info = json.loads((path.parent / "export_info.json").read_text())
-    from ragcheck_local.judge.cache import model_fingerprint
+    from ragcheck_local.formats.store import model_fingerprint
 
     assert info["source_fingerprint"] == model_fingerprint(model_dir)
 

@@ -313,7 +313,7 @@ class NLIChecker:
         todo = list(range(len(keys)))
         cache_keys: list[tuple[str, str]] = []
         if self.cache is not None:
-            from .cache import text_hash
+            from ..formats.store import text_hash
 
             cache_keys = [(text_hash(p), text_hash(h)) for p, h in keys]
             hits = self.cache.get_many(cache_keys)

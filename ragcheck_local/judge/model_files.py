@@ -163,7 +163,7 @@ def model_facts(
 ) -> dict[str, Any]:
     """What the manifest records about the judge and the probability cache is keyed by; the
     checker and the evaluator's preflight (a run that never loads the model) both use this."""
-    from .cache import model_fingerprint
+    from ..formats.store import model_fingerprint
 
     embeds = config.evidence == "sentences" or (
         calibration is not None and calibration.needs_similarity

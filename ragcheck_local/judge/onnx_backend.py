@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelError, RagcheckError
-from .cache import TOKENIZER_FILES, default_cache_dir, model_fingerprint
+from ..formats.store import TOKENIZER_FILES, default_cache_dir, model_fingerprint
 
 logger = logging.getLogger(__name__)
 
