@@ -478,20 +478,32 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def best_in_ledger(ledger: Path) -> float | None:
+    """The best dev score among the kept segments of a ledger (None: no ledger yet)."""
+    if not ledger.is_file():
+        return None
+    scores = [
+        float(row["best_dev_score"]) for _, row in iter_jsonl(ledger) if row.get("kept", True)
+    ]
+    return max(scores) if scores else None
+
+
 def ledger_record(
-    cfg: TrainConfig, metrics: dict[str, object], out: Path, init_sha256: str | None
+    cfg: TrainConfig, metrics: dict[str, object], out: Path | None, init_sha256: str | None
 ) -> dict[str, object]:
     """One training segment: where it started, how far it went, what the dev sets said.
 
-    ``init_sha256`` of a segment equals ``out_sha256`` of the segment it resumed from, which is
-    what shows that segments continue each other rather than restart.
+    ``init_sha256`` of a segment equals ``out_sha256`` of the last kept segment, the committed
+    checkpoint it resumed from: that is what shows that segments continue each other rather
+    than restart. A segment that did not beat the best dev score so far is not kept
+    (``out_sha256`` None) and leaves the checkpoint as it was.
     """
     dev = metrics["dev"]
     return {
         "init": cfg.init or cfg.base,
         "init_sha256": init_sha256,
         "out": cfg.out,
-        "out_sha256": file_sha256(out / "model.safetensors"),
+        "out_sha256": None if out is None else file_sha256(out / "model.safetensors"),
         "seed": cfg.seed,
         "lr": cfg.lr,
         "steps_done": metrics["steps_done"],
@@ -836,7 +848,17 @@ def train(cfg: TrainConfig) -> dict[str, object]:
     log({"event": "done", **{k: v for k, v in metrics.items() if not isinstance(v, list)}})
     log_fh.close()
     shutil.rmtree(ckpt_dir, ignore_errors=True)
-    if out.exists():
+    previous_best = best_in_ledger(Path(cfg.ledger)) if cfg.ledger else None
+    kept = previous_best is None or best_acc > previous_best
+    if not kept:
+        # The committed checkpoint is the best so far: a segment that did not beat it is
+        # recorded in the ledger, and the next segment starts from the same weights again.
+        print(
+            json.dumps({"event": "not_kept", "best": best_acc, "previous_best": previous_best}),
+            flush=True,
+        )
+        shutil.rmtree(tmp)
+    elif out.exists():
         old = out.with_name(out.name + ".old")
         if old.exists():
             shutil.rmtree(old)
@@ -848,7 +870,8 @@ def train(cfg: TrainConfig) -> dict[str, object]:
     if cfg.ledger:
         ledger = Path(cfg.ledger)
         ledger.parent.mkdir(parents=True, exist_ok=True)
-        record = ledger_record(cfg, metrics, out, init_sha256)
+        record = ledger_record(cfg, metrics, out if kept else None, init_sha256)
+        record["kept"] = kept
         previous = ledger.read_text(encoding="utf-8") if ledger.is_file() else ""
         record = {"segment": sum(1 for ln in previous.splitlines() if ln.strip()) + 1, **record}
         tmp_ledger = ledger.with_name(ledger.name + ".tmp")

@@ -253,3 +253,37 @@ def test_entailment_balanced_accuracy() -> None:
     confusion = np.array([[8, 2, 0], [1, 5, 4], [1, 0, 9]])
     # TPR 8/10; TNR: gold N/C predicted N or C = 18 of 20.
     assert module.entailment_balanced_accuracy(confusion) == pytest.approx((0.8 + 0.9) / 2)
+
+
+def test_segments_resume_from_the_committed_checkpoint_and_a_worse_one_is_not_kept(
+    tmp_path: Path,
+) -> None:
+    """Segment 2 starts from what segment 1 wrote (its init hash is segment 1's output hash);
+    a segment whose best dev score is not higher leaves the checkpoint as it was."""
+    module = _load_script()
+    base = _tiny_base(tmp_path / "base")
+    snli = _write_snli(tmp_path / "snli", repeat=4)
+    checkpoint = tmp_path / "training" / "checkpoint"
+    ledger = tmp_path / "training" / "ledger.jsonl"
+    common = ["--snli-dir", str(snli), "--threads", "1", "--max-length", "48",
+              "--batch-size", "4", "--max-steps", "2", "--eval-every", "1", "--n-val", "4",
+              "--max-test", "8", "--snli-per-epoch", "8", "--out", str(checkpoint),
+              "--ledger", str(ledger)]  # fmt: skip
+    assert module.main([*common, "--base", str(base), "--seed", "1"]) == 0
+    first = json.loads(ledger.read_text(encoding="utf-8").splitlines()[0])
+    weights = (checkpoint / "model.safetensors").read_bytes()
+    assert first["segment"] == 1 and first["kept"] is True
+    assert first["out_sha256"] == module.file_sha256(checkpoint / "model.safetensors")
+    assert first["pairs_seen"] == first["steps_done"] * 4
+
+    # Make the bar unreachable: the second segment trains, is recorded, and is not kept.
+    lines = ledger.read_text(encoding="utf-8").splitlines()
+    ledger.write_text(
+        json.dumps({**json.loads(lines[0]), "best_dev_score": 2.0}) + "\n", encoding="utf-8"
+    )
+    assert module.main([*common, "--init", str(checkpoint), "--seed", "2"]) == 0
+    second = json.loads(ledger.read_text(encoding="utf-8").splitlines()[1])
+    assert second["segment"] == 2 and second["init_sha256"] == first["out_sha256"]
+    assert second["kept"] is False and second["out_sha256"] is None
+    assert (checkpoint / "model.safetensors").read_bytes() == weights
+    assert not checkpoint.with_name("checkpoint.tmp").exists()
