@@ -693,6 +693,15 @@ def build(
     return train, dev
 
 
+def count_kinds(rows: Iterable[dict[str, str]]) -> dict[str, int]:
+    """Rows per ``label/kind``, sorted (what counts.json reports for each generated set)."""
+    out: dict[str, int] = {}
+    for row in rows:
+        key = f"{row['label']}/{row['kind']}"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def write_jsonl(path: Path, rows: Iterable[dict[str, str]]) -> int:
     """Write rows atomically (temp file + rename); return the count."""
     tmp = path.with_name(path.name + ".tmp")
@@ -748,22 +757,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         counts["wice_train"] = write_jsonl(a.out / "wice_train.jsonl", w_train)
         counts["wice_dev"] = write_jsonl(a.out / "wice_dev.jsonl", w_dev)
-        w_kinds: dict[str, int] = {}
-        for row in w_train:
-            key = f"{row['label']}/{row['kind']}"
-            w_kinds[key] = w_kinds.get(key, 0) + 1
-        counts["wice_train_by_kind"] = dict(sorted(w_kinds.items()))
+        counts["wice_train_by_kind"] = count_kinds(w_train)
     if not docs:
         print("no source documents", file=sys.stderr)
         return 2
     train, dev = build(docs, a.seed, a.min_words, a.max_words, a.unrelated_rate)
     counts["grounding_train"] = write_jsonl(a.out / "grounding_train.jsonl", train)
     counts["grounding_dev"] = write_jsonl(a.out / "grounding_dev.jsonl", dev)
-    by_kind: dict[str, int] = {}
-    for row in train:
-        key = f"{row['label']}/{row['kind']}"
-        by_kind[key] = by_kind.get(key, 0) + 1
-    counts["grounding_train_by_kind"] = dict(sorted(by_kind.items()))
+    counts["grounding_train_by_kind"] = count_kinds(train)
     counts["documents"] = len(docs)
     counts["seed"] = a.seed
     (a.out / "counts.json").write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
