@@ -178,3 +178,46 @@ def test_cli_writes_files(gd, tmp_path: Path) -> None:
     counts = json.loads((out / "counts.json").read_text(encoding="utf-8"))
     assert counts["factcheck_train"] + counts["factcheck_traindev"] <= 30
     assert (out / "grounding_train.jsonl").is_file()
+
+
+def test_wice_pairs_sentence_evidence_and_partial_support_is_not_entailed(
+    tmp_path: Path, gd
+) -> None:
+    page = [
+        "(meta data) TITLE: The tower",
+        "The tower was built in 1889 for the fair.",
+        "It is 330 metres tall.",
+        "Visitors climb it every day of the year.",
+        "The city has many bridges and old streets.",
+        "Its restaurant serves food on the second floor.",
+    ]
+    rows = [
+        {"label": "supported", "claim": "The tower was built in 1889.", "evidence": page,
+         "supporting_sentences": [[1]]},
+        {"label": "partially_supported", "claim": "The tower was built in 1889 by Napoleon.",
+         "evidence": page, "supporting_sentences": [[1]]},
+    ]  # fmt: skip
+    retrieval = tmp_path / "retrieval.jsonl"
+    retrieval.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    train, dev = gd.wice_pairs(retrieval, None, seed=13, max_words=170)
+    out = train + dev
+    by_claim = {}
+    for row in out:
+        by_claim.setdefault(row["hypothesis"], []).append(
+            (row["kind"], row["label"], row["premise"])
+        )
+    supported = by_claim["The tower was built in 1889."]
+    assert ("support_set/supported", "entailment", page[1]) in supported
+    partial = by_claim["The tower was built in 1889 by Napoleon."]
+    assert ("support_set/partially_supported", "neutral", page[1]) in partial
+    negatives = [r for r in supported if r[0].startswith("page_sentence")]
+    assert negatives and all(r[1] == "neutral" for r in negatives)
+    # Never the annotated sentence, its neighbours, or the metadata line.
+    assert all(page[1] not in r[2] and page[2] not in r[2] and "meta data" not in r[2]
+               for r in negatives)  # fmt: skip
+    for row in out:  # held-out claims are a fixed function of the claim text
+        assert (row in dev) == gd.is_wice_dev(row["hypothesis"])
+    with pytest.raises(SystemExit, match="field 'claim'/'label'"):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(json.dumps({"label": "maybe", "claim": "x", "evidence": []}) + "\n")
+        gd.wice_pairs(bad, None, seed=13, max_words=170)
