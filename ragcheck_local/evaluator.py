@@ -452,5 +452,4 @@ def preflight(config: EvalConfig) -> dict[str, Any]:
         Segmenter(c.lang, c.spacy_model).check_lang(c.lang)  # an unknown --lang fails here
     if c.model and not Path(c.model).expanduser().is_dir():
         raise InputError(f"no model directory at {c.model!r}", field="claims.model")
-    checked = preflight_model(config.nli)
-    return {**checked["facts"], "languages": checked["languages"]}
+    return preflight_model(config.nli)

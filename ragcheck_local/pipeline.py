@@ -42,7 +42,7 @@ from .metrics import (
     resolve_metrics,
     with_extras,
 )
-from .records import RagItem, Rejected
+from .records import LANGUAGE_MISMATCH, RagItem, Rejected
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +217,6 @@ def _evaluate(
     foreign_here: list[str] = []  # the mismatched items of this shard, evaluated
     for item in iter_items(input_path, on_error=config.input.on_error, rejected=rejected, **read):
         # Validation pass over the whole file: no model is loaded until it succeeds.
-        n_valid += 1
         other = _foreign_langs(item, config.claims.lang, declared)
         if other:
             if policy == "error":
@@ -239,17 +238,15 @@ def _evaluate(
                     )
                 )
                 continue
+        n_valid += 1
         mine = in_shard(position, run.block_size, run.shard)
         position += 1
         n_items += mine
         if mine and other:
             foreign_here.append(item.query_id)
-        if mine:
             for lang in other:
                 lang_counts[lang] = lang_counts.get(lang, 0) + 1
                 lang_first.setdefault(lang, item.query_id)
-    if policy == "skip":
-        n_valid -= len(foreign)
     if n_valid == 0 and not rejected:
         raise InputError("no records found", record=str(input_path))
     if n_valid == 0:
@@ -259,8 +256,7 @@ def _evaluate(
             record=str(input_path),
         )
     facts = preflight(config)  # model, --max-length, --lang, device: exit 2 before any file
-    languages = facts.pop("languages")
-    note = _language_note(languages, lang_counts, lang_first, config.nli.model_path)
+    note = _language_note(facts.pop("languages"), lang_counts, lang_first, config.nli.model_path)
     if note:
         logger.warning(note)
     for path in (paths["output"], paths["claims"], paths["manifest"]):
@@ -310,7 +306,7 @@ def _evaluate(
                     # Kept with the item, so every later view (report, compare, merge) shows it.
                     result["warnings"] = [
                         {
-                            "code": "language_mismatch",
+                            "code": LANGUAGE_MISMATCH,
                             "languages": list(foreign[result["query_id"]]),
                             "judge_languages": list(declared or ()),
                         }
@@ -347,17 +343,16 @@ def _evaluate(
         "checking_s": round(stats.checking_s, 3),
         "total_s": round(time.perf_counter() - t_start, 3),
     }
-    mismatched = foreign_here
-    if mismatched:
-        counts["language_mismatch"] = len(mismatched)
+    if foreign_here:
+        counts["language_mismatch"] = len(foreign_here)
     manifest = _manifest(config, stats, counts, timings, input_path, facts)
-    if mismatched:
+    if foreign_here:
         manifest["language_mismatch"] = {
-            "judge_languages": list(languages or declared or ()),
+            "judge_languages": list(declared or ()),  # what the items' warnings name too
             "policy": policy,
-            "items": len(mismatched),
+            "items": len(foreign_here),
             "items_by_language": dict(sorted(lang_counts.items())),
-            "first_query_id": mismatched[0],
+            "first_query_id": foreign_here[0],
         }
     write_json(paths["manifest"], manifest)
     checkpoint.remove()

@@ -14,6 +14,11 @@ VERDICTS: tuple[str, str, str] = (ENTAILMENT, NEUTRAL, CONTRADICTION)
 """RAGChecker's verdict strings; also the canonical order of probability vectors."""
 
 
+LANGUAGE_MISMATCH = "language_mismatch"
+"""``code`` of an item's warning that its text is in a language the judge does not declare
+(written by the pipeline, read by the reports)."""
+
+
 def claim_verdict(verdicts: Sequence[str]) -> str:
     """A claim's verdict against several premises (the chunks of a retrieved context, the
     windows of one long premise) from its verdict against each: Entailment if any entails,

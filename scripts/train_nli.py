@@ -55,6 +55,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ragcheck_local.formats.store import file_digest
+
 LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 LABEL2ID: dict[str, int] = {name: i for i, name in enumerate(LABELS)}
 ID2LABEL: dict[int, str] = dict(enumerate(LABELS))
@@ -467,17 +469,6 @@ def _atomic_save(obj: object, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file (the weights a segment started from or ended with)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def best_in_ledger(ledger: Path) -> float | None:
     """The best dev score among the kept segments of a ledger (None: no ledger yet)."""
     if not ledger.is_file():
@@ -503,7 +494,7 @@ def ledger_record(
         "init": cfg.init or cfg.base,
         "init_sha256": init_sha256,
         "out": cfg.out,
-        "out_sha256": None if out is None else file_sha256(out / "model.safetensors"),
+        "out_sha256": None if out is None else file_digest(out / "model.safetensors"),
         "seed": cfg.seed,
         "lr": cfg.lr,
         "steps_done": metrics["steps_done"],
@@ -606,7 +597,7 @@ def train(cfg: TrainConfig) -> dict[str, object]:
     t0 = time.monotonic()
     # Hashed before anything is written: a segment may write over the checkpoint it started from.
     init_weights = Path(cfg.init or cfg.base) / "model.safetensors"
-    init_sha256 = file_sha256(init_weights) if init_weights.is_file() else None
+    init_sha256 = file_digest(init_weights) if init_weights.is_file() else None
     data_dir = Path(cfg.snli_dir)
     all_train = read_snli(data_dir / TRAIN_FILE)
     test_pairs = read_snli(data_dir / TEST_FILE)

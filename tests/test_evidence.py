@@ -110,3 +110,23 @@ def test_the_cache_key_and_manifest_name_the_evidence(
     assert result["retrieved2response"] == [["Entailment"], ["Neutral"]]
     start, end = result["claim_details"]["response"][0]["evidence_span"]
     assert PREMISE[start:end].startswith("the boat is red.")
+
+
+def test_sentence_evidence_without_the_embedding_model_fails_in_the_preflight(
+    lexical_model: Path, tmp_path: Path
+) -> None:
+    import pytest
+
+    from ragcheck_local.errors import ModelError
+    from ragcheck_local.judge.model_files import preflight_model
+
+    missing = NLIConfig(
+        model=str(lexical_model),
+        device="cpu",
+        evidence="sentences",
+        embedding_model=str(tmp_path / "none"),
+    )
+    with pytest.raises(ModelError, match="--evidence sentences needs a sentence-embedding"):
+        preflight_model(missing)
+    facts = preflight_model(NLIConfig(model=str(lexical_model), device="cpu"))
+    assert facts["evidence"] == "windows" and facts["embedding_model"] is None

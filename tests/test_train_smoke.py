@@ -260,6 +260,8 @@ def test_segments_resume_from_the_committed_checkpoint_and_a_worse_one_is_not_ke
 ) -> None:
     """Segment 2 starts from what segment 1 wrote (its init hash is segment 1's output hash);
     a segment whose best dev score is not higher leaves the checkpoint as it was."""
+    from ragcheck_local.formats.store import file_digest
+
     module = _load_script()
     base = _tiny_base(tmp_path / "base")
     snli = _write_snli(tmp_path / "snli", repeat=4)
@@ -273,7 +275,7 @@ def test_segments_resume_from_the_committed_checkpoint_and_a_worse_one_is_not_ke
     first = json.loads(ledger.read_text(encoding="utf-8").splitlines()[0])
     weights = (checkpoint / "model.safetensors").read_bytes()
     assert first["segment"] == 1 and first["kept"] is True
-    assert first["out_sha256"] == module.file_sha256(checkpoint / "model.safetensors")
+    assert first["out_sha256"] == file_digest(checkpoint / "model.safetensors")
     assert first["pairs_seen"] == first["steps_done"] * 4
 
     # Make the bar unreachable: the second segment trains, is recorded, and is not kept.

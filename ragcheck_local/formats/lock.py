@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import OutputError
+from .output import output_stem
 
 try:  # POSIX
     import fcntl
@@ -25,9 +26,7 @@ except ImportError:  # pragma: no cover - Windows: filelock's msvcrt lock, no pi
 
 def lock_path(output: str | Path) -> Path:
     """The lock file of an output path (``OUT.lock`` beside ``OUT.json``)."""
-    out = Path(output)
-    stem = out.with_suffix("") if out.suffix == ".json" else out
-    return Path(f"{stem}.lock")
+    return Path(f"{output_stem(output)}.lock")
 
 
 class OutputLock:
@@ -51,13 +50,10 @@ class OutputLock:
             except Timeout:
                 raise OutputError(self._busy("another process")) from None
             return
+        self._made = [p for p in (self.path.parent, *self.path.parent.parents) if not p.exists()]
         while True:
             try:
-                missing = [
-                    p for p in (self.path.parent, *self.path.parent.parents) if not p.exists()
-                ]
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._made = missing
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise OutputError(

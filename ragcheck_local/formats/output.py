@@ -18,10 +18,16 @@ OutputFile = dict[str, Any]
 """A parsed output file: ``{"results": [...], "metrics": {...}, ...}``."""
 
 
+def output_stem(output: str | Path) -> Path:
+    """``OUT`` of ``OUT.json``: what every file beside the output is named after."""
+    out = Path(output)
+    return out.with_suffix("") if out.suffix == ".json" else out
+
+
 def output_paths(output: str | Path) -> dict[str, Path]:
     """The files a run writes next to ``OUT.json`` (and its checkpoint while it runs)."""
     out = Path(output)
-    stem = out.with_suffix("") if out.suffix == ".json" else out
+    stem = output_stem(out)
     return {
         "output": out,
         "claims": Path(f"{stem}.claims.jsonl"),

@@ -80,7 +80,8 @@ _FILE_DIGESTS: dict[tuple[str, int, int, int, int], str] = {}
 _FILE_DIGESTS_LOCK = threading.Lock()
 
 
-def _file_digest(path: Path) -> str:
+def file_digest(path: Path) -> str:
+    """sha256 (hex) of a file's bytes, remembered per path, size and times."""
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     with _FILE_DIGESTS_LOCK:
@@ -131,7 +132,7 @@ def model_fingerprint(model_dir: str | Path) -> str:
     for file in files:
         outer.update(file.name.encode("utf-8", "surrogatepass"))
         outer.update(b"\0")
-        outer.update(_file_digest(file).encode("ascii"))
+        outer.update(file_digest(file).encode("ascii"))
         outer.update(b"\n")
     return outer.hexdigest()
 

@@ -118,6 +118,22 @@ def pair_features(claim: str, premise: str) -> tuple[float, float, float]:
     return _features(_facts(claim), _facts(premise))
 
 
+def text_features(claims: Sequence[str], premises: Sequence[str]) -> np.ndarray:
+    """``(coverage, number_mismatch, entity_mismatch)`` rows of claim/premise pairs; each
+    distinct text is read once (every claim is checked against many windows and sentences)."""
+    facts: dict[str, _TextFacts] = {}
+
+    def read(text: str) -> _TextFacts:
+        if text not in facts:
+            facts[text] = _facts(text)
+        return facts[text]
+
+    out = np.empty((len(claims), 3), dtype=np.float64)
+    for i, (claim, premise) in enumerate(zip(claims, premises, strict=True)):
+        out[i] = _features(read(claim), read(premise))
+    return out
+
+
 def feature_matrix(
     probs: np.ndarray,
     claims: Sequence[str],
@@ -137,16 +153,7 @@ def feature_matrix(
         )
     out = np.empty((len(probs), len(FEATURES)), dtype=np.float64)
     out[:, :3] = np.log(np.clip(probs, _PROB_FLOOR, 1.0))
-    # Every claim is checked against every window: read each distinct text once, not per pair.
-    facts: dict[str, _TextFacts] = {}
-
-    def read(text: str) -> _TextFacts:
-        if text not in facts:
-            facts[text] = _facts(text)
-        return facts[text]
-
-    for i, (claim, premise) in enumerate(zip(claims, premises, strict=True)):
-        out[i, 3:6] = _features(read(claim), read(premise))
+    out[:, 3:6] = text_features(claims, premises)
     out[:, 6] = 1.0
     if similarity is None:
         out[:, 7] = np.nan

@@ -23,14 +23,13 @@ from ..errors import ModelError
 from ..records import CONTRADICTION
 from .backends import load_onnx, load_torch
 from .cache import MemoryCache
-from .calibration import load_calibration, pair_features
+from .calibration import load_calibration, text_features
 from .embedding import Embedder
 from .encoding import PairEncoder
 from .model_files import (
-    _SAFETY_TOKENS,
-    _limit_of,
+    SAFETY_TOKENS,
     backend_dtype,
-    evidence_setting,
+    input_limit,
     label_columns,
     load_tokenizer,
     model_facts,
@@ -184,7 +183,7 @@ class NLIChecker:
             )
 
     def _max_length(self, hf_config: Any) -> int:
-        model_limit = _limit_of(
+        model_limit = input_limit(
             getattr(self.tokenizer, "model_max_length", None),
             getattr(hf_config, "max_position_embeddings", None),
             hf_config.model_type,
@@ -408,15 +407,15 @@ class NLIChecker:
             for premise, claim in (pairs[i] for i in screened)
             for s, e in candidates[premise]
         ]
-        similarity = self._screen_embedder().similarities(rows)
+        # Embedding cosine plus the share of the claim's content words the candidate holds.
+        relevance = (
+            self._screen_embedder().similarities(rows)
+            + text_features([c for _, c in rows], [t for t, _ in rows])[:, 0]
+        )
         at = 0
         for i in screened:
-            premise, claim = pairs[i]
-            spans = candidates[premise]
-            scores = [
-                float(similarity[at + j]) + pair_features(claim, rows[at + j][0])[0]
-                for j in range(len(spans))
-            ]
+            spans = candidates[pairs[i][0]]
+            scores = relevance[at : at + len(spans)].tolist()
             at += len(spans)
             best = sorted(range(len(spans)), key=lambda j: (-scores[j], j))[:k]
             out[i] = [spans[j] for j in sorted(best)]
@@ -431,7 +430,7 @@ class NLIChecker:
 
     def _budget(self, claim_tokens: int) -> int:
         """Premise tokens that fit next to a claim of ``claim_tokens`` tokens."""
-        budget = self.max_length - self.n_special - _SAFETY_TOKENS - claim_tokens
+        budget = self.max_length - self.n_special - SAFETY_TOKENS - claim_tokens
         return max(budget, self.max_length // 2)
 
     def _units(self, premise: str, budget: int) -> list[tuple[int, int, int]]:
@@ -577,8 +576,3 @@ class NLIChecker:
         )
         # Windows keep the key they always had, so existing caches stay valid.
         return key if f["evidence"] == "windows" else f"{key};evidence={f['evidence']}"
-
-    @property
-    def evidence_setting(self) -> str:
-        """``windows`` or ``sentences:k=K`` (:func:`evidence_setting`)."""
-        return evidence_setting(self.config)

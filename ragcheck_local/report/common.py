@@ -248,13 +248,25 @@ def evidence_text(lang: str, finding: Any, sep: str) -> str:
     )
 
 
-def language_warning(lang: str, report: ReportData, *, run: str | None = None) -> str | None:
-    """The banner for queries in languages the judge does not declare (None when there are
-    none); ``run`` names the run in a comparison. Plain text: escape it where it goes."""
-    n, langs, judge = report.language_mismatch()
-    if not n:
-        return None
+def language_banner(
+    lang: str,
+    mismatch: tuple[int, tuple[str, ...], tuple[str, ...]],
+    *,
+    total: int | None = None,
+    run: str | None = None,
+) -> str:
+    """The banner for ``mismatch`` (:meth:`ReportData.language_mismatch`): of ``total``
+    queries in a report, or of the run named ``run`` in a comparison. Plain text: escape it
+    where it goes."""
+    n, langs, judge = mismatch
     fields = {"n": n, "langs": ", ".join(langs), "judge": ", ".join(judge) or "?"}
     if run is not None:
         return t(lang, "cmp.warn.language", run=run, **fields)
-    return t(lang, "warn.language", total=len(report.queries), **fields)
+    return t(lang, "warn.language", total=total, **fields)
+
+
+def language_warning(lang: str, report: ReportData) -> str | None:
+    """A report's banner for queries in languages the judge does not declare (None when there
+    are none)."""
+    mismatch = report.language_mismatch()
+    return language_banner(lang, mismatch, total=len(report.queries)) if mismatch[0] else None

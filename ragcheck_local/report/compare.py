@@ -28,7 +28,7 @@ from unicodedata import east_asian_width
 import numpy as np
 
 from ..errors import InputError
-from .common import clip, fmt, md_escape, page
+from .common import clip, fmt, language_banner, md_escape, page
 from .data import QueryView, ReportData, prepare
 from .html import verdict_chip
 from .i18n import check_lang, metric_label, t
@@ -115,14 +115,7 @@ class CompareResult:
     def language_warnings(self, lang: str, label_a: str = "A", label_b: str = "B") -> list[str]:
         """The banners to show, one per run that has such queries (plain text)."""
         return [
-            t(
-                lang,
-                "cmp.warn.language",
-                run=label_a if run == "A" else label_b,
-                n=n,
-                langs=", ".join(langs),
-                judge=", ".join(judge) or "?",
-            )
+            language_banner(lang, (n, langs, judge), run=label_a if run == "A" else label_b)
             for run, n, langs, judge in self.warnings
         ]
 
@@ -247,11 +240,8 @@ def compare_runs(
             )
         )
     changes = [c for qid in shared for c in _claim_changes(ids_a[qid], ids_b[qid])]
-    warnings = tuple(
-        (run, *report.language_mismatch())
-        for run, report in (("A", ra), ("B", rb))
-        if report.language_mismatch()[0]
-    )
+    mismatches = (("A", ra.language_mismatch()), ("B", rb.language_mismatch()))
+    warnings = tuple((run, *m) for run, m in mismatches if m[0])
     return CompareResult(
         tuple(deltas),
         tuple(changes),

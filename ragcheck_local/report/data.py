@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import InputError, show_value
 from ..formats.output import check_output, read_output
 from ..metrics import CheckingMatrices
-from ..records import NEUTRAL, VERDICTS, Chunk, claim_verdict
+from ..records import LANGUAGE_MISMATCH, NEUTRAL, VERDICTS, Chunk, claim_verdict
 from .meta import GROUPS, METRICS, info
 
 
@@ -331,7 +331,7 @@ def _language_warnings(value: Any, record: str) -> tuple[tuple[str, ...], tuple[
     langs: list[str] = []
     judge: list[str] = []
     for i, entry in enumerate(value):
-        if not isinstance(entry, Mapping) or entry.get("code") != "language_mismatch":
+        if not isinstance(entry, Mapping) or entry.get("code") != LANGUAGE_MISMATCH:
             continue
         for key, into in (("languages", langs), ("judge_languages", judge)):
             items = entry.get(key) or []
