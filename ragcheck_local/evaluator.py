@@ -8,9 +8,11 @@ RAGChecker-format result dicts (matrices, metrics, claim details) from the plan.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -183,10 +185,18 @@ class Evaluator:
         """SQLite cache of extracted claims per text (shares the --cache file), or None."""
         if self._claim_cache is None and self.config.run.cache:
             from .claims.cache import ClaimCache
-            from .formats.store import model_fingerprint
+            from .formats.store import file_digest, model_fingerprint, text_hash
 
             c = self.config.claims
-            model = model_fingerprint(c.model) if c.model else "-"
+            model = "-"
+            if c.model:
+                path = Path(c.model).expanduser()
+                # A GGUF extractor is one file; an LLM's claims also depend on its prompts.
+                model = file_digest(path) if path.is_file() else model_fingerprint(path)
+                if c.kind == "llm":
+                    from .claims.llm import PROMPTS
+
+                    model += ";prompts=" + text_hash(json.dumps(PROMPTS, sort_keys=True))
             self._claim_cache = ClaimCache(
                 self.config.run.cache,
                 namespace=(
@@ -347,7 +357,11 @@ class Evaluator:
         }
         m = CheckingMatrices.from_lists(**matrices, **supports)
         values = item_metrics(
-            m, with_extras(self.metrics), empty_policy=self.config.run.empty_policy
+            m,
+            with_extras(self.metrics),
+            empty_policy=self.config.run.empty_policy,
+            # A 2-way judge cannot say Contradiction: those metrics are unavailable, not 0.
+            contradiction=self.checker.three_way,
         )
         out = item_to_dict(item)
         out["response_claims"] = [c.text for c in rc]
@@ -442,14 +456,15 @@ def preflight(config: EvalConfig) -> dict[str, Any]:
     Returns the facts about the model the manifest records, also for a run that never loads
     it (a resume with every block done) and ``languages`` (what the model declares, or None).
     """
-    from pathlib import Path
-
     from .errors import InputError
     from .judge.model_files import preflight_model
 
     c = config.claims
     if c.lang != "auto" or c.spacy_model:
         Segmenter(c.lang, c.spacy_model).check_lang(c.lang)  # an unknown --lang fails here
-    if c.model and not Path(c.model).expanduser().is_dir():
-        raise InputError(f"no model directory at {c.model!r}", field="claims.model")
+    model = Path(c.model).expanduser() if c.model else None
+    gguf = c.kind == "llm" and model is not None and model.suffix.lower() == ".gguf"
+    if model is not None and not (model.is_file() if gguf else model.is_dir()):
+        what = "GGUF file" if gguf else "model directory"
+        raise InputError(f"no {what} at {c.model!r}", field="claims.model")
     return preflight_model(config.nli)

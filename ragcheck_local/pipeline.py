@@ -30,6 +30,8 @@ from .formats.lock import OutputLock, lock_path
 from .formats.output import output_paths, read_output, write_claims, write_output
 from .metrics import (
     ANSWER2RESPONSE,
+    CONTRADICTION_METRICS,
+    CONTRADICTION_RATE,
     RESPONSE2ANSWER,
     RETRIEVED2ANSWER,
     RETRIEVED2RESPONSE,
@@ -406,6 +408,7 @@ def _manifest(
         # "auto" depends on what is installed: record what claims were actually built with.
         "claim_parser": resolve_parser_name(config.claims.parser) or "rules",
         "metrics_computed": list(resolve_metrics(config.run.metrics)),
+        "metrics_unavailable": _unavailable(facts),
         "counts": counts,
         "timings": {
             **timings,
@@ -414,6 +417,27 @@ def _manifest(
         },
         "platform": platform.platform(),
     }
+
+
+def _unavailable(facts: Mapping[str, Any]) -> dict[str, str]:
+    """Metrics the judge cannot compute, with the reason (a 2-way judge: no Contradiction)."""
+    if 2 in facts.get("labels", (0, 1, 2)):
+        return {}
+    judge = (facts.get("judge") or {}).get("name", "nli")
+    reason = (
+        f"the judge {judge!r} is 2-way (supported / not supported): it cannot say Contradiction"
+    )
+    return dict.fromkeys(CONTRADICTION_METRICS, reason)
+
+
+def _two_way(results: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether an output came from a 2-way judge: an item with response claims checked against
+    chunks but no contradiction_rate (only a 2-way judge leaves it unset there)."""
+    for result in results:
+        values = result.get("metrics")
+        if isinstance(values, Mapping) and result.get(RETRIEVED2RESPONSE):
+            return CONTRADICTION_RATE in values and values[CONTRADICTION_RATE] is None
+    return False
 
 
 class _Progress:
@@ -470,9 +494,13 @@ def recompute(
             record=str(input_path),
             field="results",
         )
+    three_way = not _two_way(data["results"])
     for result in data["results"]:
         values = item_metrics(
-            CheckingMatrices.from_result(result), names, empty_policy=empty_policy
+            CheckingMatrices.from_result(result),
+            names,
+            empty_policy=empty_policy,
+            contradiction=three_way,
         )
         results.append({**result, "metrics": values})
         per_item.append(values)

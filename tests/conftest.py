@@ -1,14 +1,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
+# tests/ is on sys.path (pyproject.toml: [tool.pytest.ini_options] pythonpath).
 from tiny_models import build_embedding_model, build_nli_model
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

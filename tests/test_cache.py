@@ -207,7 +207,6 @@ def test_concurrent_thread_readers_while_writing(tmp_path: Path) -> None:
 
 _READER_SCRIPT = """
 import json, sys
-sys.path.insert(0, sys.argv[3])
 from ragcheck_local.formats.store import text_hash
 from ragcheck_local.judge.cache import NLICache
 path, n = sys.argv[1], int(sys.argv[2])
@@ -237,7 +236,8 @@ def test_reader_process_while_writing(tmp_path: Path) -> None:
     with NLICache(path, namespace="ns") as writer:
         writer.put_many({_key(i): _probs(i) for i in range(100)})
         proc = subprocess.Popen(
-            [sys.executable, "-c", _READER_SCRIPT, str(path), str(n), str(REPO_ROOT)],
+            [sys.executable, "-c", _READER_SCRIPT, str(path), str(n)],
+            cwd=REPO_ROOT,  # `python -c` imports from the working directory: this checkout
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -330,8 +330,8 @@ def test_unknown_lang_code(lang: str) -> None:
 
 
 def test_unknown_extractor_kind() -> None:
-    with pytest.raises(InputError, match="'llm'") as info:
-        ExtractorConfig(kind="llm")
+    with pytest.raises(InputError, match="'gpt'") as info:
+        ExtractorConfig(kind="gpt")
     assert info.value.field == "claims.kind"
 
 

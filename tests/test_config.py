@@ -211,7 +211,8 @@ def test_empty_yaml_is_all_defaults(tmp_path: Path) -> None:
     [
         ({"empty_policy": "drop"}, "run.empty_policy", "'drop'"),
         ({"on_error": "ignore"}, "input.on_error", "'ignore'"),
-        ({"extractor": "llm"}, "claims.kind", "'llm'"),
+        ({"extractor": "gpt"}, "claims.kind", "'gpt'"),
+        ({"extractor": "llm"}, "claims.model", "--extractor llm needs --extractor-model"),
         ({"extractor": "seq2seq"}, "claims.model", "--extractor-model"),
         ({"batch_size": 0}, "nli.batch_size", "found 0"),
         ({"batch_size": -3}, "nli.batch_size", "found -3"),

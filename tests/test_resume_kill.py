@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 from tiny_models import build_nli_model
 
+from ragcheck_local.dev.bench_memory import write_input
 from ragcheck_local.pipeline import output_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,12 +23,7 @@ BLOCK = 4
 
 def _write_input(path: Path) -> None:
     """The memory benchmark's generated JSONL (short items, one chunk each)."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_memory", ROOT / "scripts" / "bench_memory.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write_input(path, N_ITEMS)
+    write_input(path, N_ITEMS)
 
 
 def _cli(src: Path, out: Path, model: Path, preset: Path, *extra: str) -> subprocess.Popen:

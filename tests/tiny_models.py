@@ -165,3 +165,27 @@ def build_embedding_model(path: Path, nli_model: Path) -> Path:
     pooling = models.Pooling(word.get_word_embedding_dimension(), pooling_mode="mean")
     SentenceTransformer(modules=[word, pooling], device="cpu").save(str(path))
     return path
+
+
+# -- judge kinds beside NLI: the package's stand-ins (ragcheck_local.dev.standins) at width 32 --
+
+
+def build_t5_judge(path: Path, *, seed: int = 0, max_length: int = 128) -> Path:
+    """A tiny random T5 seq2seq model (vocabulary over 209 ids, so MiniCheck's label ids fit)."""
+    from ragcheck_local.dev.standins import build_judge_standin
+
+    return build_judge_standin("seq2seq", path, words=WORDS, seed=seed, max_length=max_length)
+
+
+def build_hhem_judge(path: Path, *, seed: int = 0, max_length: int = 128) -> Path:
+    """HHEM's layout: ``t5.``-prefixed token-classifier weights, base config in foundation/."""
+    from ragcheck_local.dev.standins import build_judge_standin
+
+    return build_judge_standin("t5-token", path, words=WORDS, seed=seed, max_length=max_length)
+
+
+def build_chat_lm(path: Path, *, seed: int = 0, max_length: int = 256) -> Path:
+    """A tiny random Llama-architecture causal LM with a ChatML template."""
+    from ragcheck_local.dev.standins import build_judge_standin
+
+    return build_judge_standin("causal-lm", path, words=WORDS, seed=seed, max_length=max_length)

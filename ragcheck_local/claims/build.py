@@ -350,6 +350,12 @@ class Seq2SeqExtractor:
 
     def _packs(self, text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
         budget = self.max_input - len(self.tokenizer(self.config.prefix)["input_ids"]) - 2
+        return self._pack(text, spans, budget)
+
+    def _pack(
+        self, text: str, spans: Sequence[tuple[int, int]], budget: int
+    ) -> list[tuple[int, int]]:
+        """Consecutive sentences packed into passages of at most ``budget`` tokens."""
         packs: list[tuple[int, int]] = []
         cur: tuple[int, int] | None = None
         cur_len = 0
@@ -373,8 +379,6 @@ class Seq2SeqExtractor:
 
     def extract_many(self, texts: Sequence[str]) -> list[list[Claim]]:
         """Claims for each text."""
-        import torch
-
         all_spans = self.segmenter.sentence_spans_many(texts)
         jobs: list[tuple[int, int, int]] = []
         for t_index, (text, spans) in enumerate(zip(texts, all_spans, strict=True)):
@@ -383,16 +387,7 @@ class Seq2SeqExtractor:
         bs = self.config.batch_size
         for b in range(0, len(jobs), bs):
             batch = jobs[b : b + bs]
-            enc = self.tokenizer(
-                [self.config.prefix + texts[t][s:e] for t, s, e in batch],
-                return_tensors="pt",
-                padding=True,
-                truncation=True,
-                max_length=self.max_input,
-            ).to(self.device)
-            with torch.inference_mode():
-                gen = self.model.generate(**enc, max_new_tokens=self.config.max_new_tokens)
-            decoded = self.tokenizer.batch_decode(gen, skip_special_tokens=True)
+            decoded = self._generate([(texts[t], s, e) for t, s, e in batch])
             for (t_index, _, _), out in zip(batch, decoded, strict=True):
                 outputs[t_index].extend(out.splitlines())
         result: list[list[Claim]] = []
@@ -412,6 +407,21 @@ class Seq2SeqExtractor:
                 claims.append(Claim(text=claim, start=start, end=end))
             result.append(claims)
         return result
+
+    def _generate(self, batch: Sequence[tuple[str, int, int]]) -> list[str]:
+        """The model's output for each (text, start, end) passage of a batch."""
+        import torch
+
+        enc = self.tokenizer(
+            [self.config.prefix + text[s:e] for text, s, e in batch],
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            max_length=self.max_input,
+        ).to(self.device)
+        with torch.inference_mode():
+            gen = self.model.generate(**enc, max_new_tokens=self.config.max_new_tokens)
+        return list(self.tokenizer.batch_decode(gen, skip_special_tokens=True))
 
     @staticmethod
     def _locate(text: str, spans: Sequence[tuple[int, int]], claim: str) -> tuple[int, int]:
@@ -434,6 +444,10 @@ def build_extractor(config: ExtractorConfig) -> SentenceExtractor | Seq2SeqExtra
         return SentenceExtractor(segmenter, config.mode, config.parser)
     if config.kind == "seq2seq":
         return Seq2SeqExtractor(config, segmenter)
+    if config.kind == "llm":
+        from .llm import LLMExtractor
+
+        return LLMExtractor(config, segmenter)
     raise InputError(
-        f"expected 'sentence' or 'seq2seq', found {config.kind!r}", field="--extractor"
+        f"expected 'sentence', 'seq2seq' or 'llm', found {config.kind!r}", field="--extractor"
     )

@@ -2,7 +2,7 @@
 
 A model directory may ship ``ragcheck.json`` beside its weights with a ``calibration`` section:
 a multinomial logistic head over the model's probabilities and cheap pair features, fitted on
-dev data (``scripts/calibrate.py``). The engine applies it to every (window, claim) pair of
+dev data (``ragcheck-local dev calibrate``). The engine applies it to every (window, claim) pair of
 such a model; models without one keep argmax. The probabilities written to the output stay the
 model's own; only the verdict (and with it the deciding window) changes.
 

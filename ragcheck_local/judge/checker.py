@@ -26,6 +26,7 @@ from .cache import MemoryCache
 from .calibration import load_calibration, text_features
 from .embedding import Embedder
 from .encoding import PairEncoder
+from .kinds import TemplateEncoder, load_kind, preflight_kind
 from .model_files import (
     SAFETY_TOKENS,
     backend_dtype,
@@ -37,6 +38,7 @@ from .model_files import (
     resolve_model_path,
     to_canonical,
 )
+from .spec import load_spec
 from .verdicts import NEUTRAL_PROBS, Probs, combine, verdict_of
 
 logger = logging.getLogger(__name__)
@@ -111,24 +113,29 @@ class NLIChecker:
         from ..device import resolve_device, resolve_dtype
 
         self.config = config
-        self.model_path = resolve_model_path(config.model_path)
+        self.spec = load_spec(config.judge)
         self.device = resolve_device(config.device)
         self.dtype = resolve_dtype(config.dtype, self.device)
-        try:
-            hf_config = AutoConfig.from_pretrained(self.model_path, local_files_only=True)
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot load model {config.model_path!r}: {exc}") from None
-        self.tokenizer = load_tokenizer(self.model_path, config.model_path)
-        self.columns = label_columns(hf_config.id2label, config.model_path)
-        self.calibration = (
-            load_calibration(self.model_path, config.calibration) if config.calibrate else None
-        )
         self.embedder: Embedder | None = None
-        if self.calibration is not None and self.calibration.needs_similarity:
-            self.embedder = Embedder(config.embedding_model, str(self.device))
-        self.max_length = self._max_length(hf_config)
-        self.n_special = self.tokenizer.num_special_tokens_to_add(pair=True)
-        self.encoder = PairEncoder(self.tokenizer, self.max_length)
+        self.encoder: PairEncoder | TemplateEncoder
+        if self.spec.kind != "nli":
+            self._init_kind(config)
+        else:
+            self.model_path = resolve_model_path(config.model_path)
+            try:
+                hf_config = AutoConfig.from_pretrained(self.model_path, local_files_only=True)
+            except (OSError, ValueError) as exc:
+                raise ModelError(f"cannot load model {config.model_path!r}: {exc}") from None
+            self.tokenizer = load_tokenizer(self.model_path, config.model_path)
+            self.columns = label_columns(hf_config.id2label, config.model_path)
+            self.calibration = (
+                load_calibration(self.model_path, config.calibration) if config.calibrate else None
+            )
+            if self.calibration is not None and self.calibration.needs_similarity:
+                self.embedder = Embedder(config.embedding_model, str(self.device))
+            self.max_length = self._max_length(hf_config)
+            self.n_special = self.tokenizer.num_special_tokens_to_add(pair=True)
+            self.encoder = PairEncoder(self.tokenizer, self.max_length)
         self._has_offsets = bool(getattr(self.tokenizer, "is_fast", False))
         if sentence_spans is None:
             from ..claims import Segmenter
@@ -151,7 +158,9 @@ class NLIChecker:
         }
         self._forward: Callable[[dict[str, np.ndarray]], np.ndarray]
         self.resolved_dtype = backend_dtype(config, self.device)
-        if config.backend == "onnx":
+        if self.spec.kind != "nli":
+            pass  # loaded by _init_kind
+        elif config.backend == "onnx":
             self._forward = self._onnx_forward()
         else:
             self._forward = self._torch_forward(torch)
@@ -161,15 +170,43 @@ class NLIChecker:
 
             self.cache = NLICache(cache_path, namespace=self.settings_key())
         logger.info(
-            "NLI model %s on %s (%s), max_length %d, labels %s",
+            "judge %s (%s) %s on %s (%s), max_length %d, output columns %s",
+            self.spec.name,
+            self.spec.kind,
             self.model_path,
             self.device,
             self.dtype,
             self.max_length,
-            hf_config.id2label,
+            self.columns,
         )
 
     # -- loading -----------------------------------------------------------------------------
+
+    def _init_kind(self, config: NLIConfig) -> None:
+        """A judge of another kind (:mod:`.kinds`): its files, length, encoder and backend."""
+        self.model_path, _, self.max_length, self.tokenizer = preflight_kind(self.spec, config)
+        # Heads are fitted on an NLI model's features: other kinds decide by their own
+        # probabilities (a 2-way judge: supported when P(supported) > 0.5, as MiniCheck does).
+        self.calibration = None
+        loaded = load_kind(
+            self.spec,
+            self.model_path,
+            config.model_path,
+            self.device,
+            self.dtype,
+            self.max_length,
+            self.tokenizer,
+        )
+        self.columns = loaded.columns
+        self.encoder = loaded.encoder
+        self.n_special = loaded.encoder.n_special
+        self.input_names, self.model = loaded.backend.input_names, loaded.backend.model
+        self._forward = loaded.backend.forward
+
+    @property
+    def three_way(self) -> bool:
+        """Whether the judge can say Contradiction (a 2-way judge cannot)."""
+        return 2 in self.columns
 
     def _probe(self) -> None:
         """Score one pair: weights that load but compute NaN or infinity (a corrupt file, a
@@ -431,7 +468,9 @@ class NLIChecker:
     def _budget(self, claim_tokens: int) -> int:
         """Premise tokens that fit next to a claim of ``claim_tokens`` tokens."""
         budget = self.max_length - self.n_special - SAFETY_TOKENS - claim_tokens
-        return max(budget, self.max_length // 2)
+        budget = max(budget, self.max_length // 2)
+        # A judge trained on chunks of a given size reads premises in chunks of that size.
+        return budget if self.spec.chunk_tokens is None else min(budget, self.spec.chunk_tokens)
 
     def _units(self, premise: str, budget: int) -> list[tuple[int, int, int]]:
         """(start, end, tokens) per sentence; sentences over ``budget`` split by tokens."""
@@ -561,6 +600,7 @@ class NLIChecker:
             max_length=self.max_length,
             columns=self.columns,
             calibration=self.calibration,
+            spec=self.spec,
         )
 
     def settings_key(self) -> str:
@@ -575,4 +615,9 @@ class NLIChecker:
             f"max_length={f['max_length']};overlap={f['window_overlap']};{f['window_rule']}"
         )
         # Windows keep the key they always had, so existing caches stay valid.
-        return key if f["evidence"] == "windows" else f"{key};evidence={f['evidence']}"
+        if f["evidence"] != "windows":
+            key = f"{key};evidence={f['evidence']}"
+        if self.spec.kind != "nli":
+            # Another kind, template or label set scores differently: its own namespace.
+            key = f"{key};judge={self.spec.kind}:{self.spec.sha256}"
+        return key

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ModelError
+
 logger = logging.getLogger(__name__)
 
 
@@ -107,6 +109,11 @@ class PairEncoder:
                     ),
                 )
             )
+        return self.pad(rows)
+
+    def pad(self, rows: Sequence[tuple[Sequence[int], Sequence[int]]]) -> dict[str, np.ndarray]:
+        """Padded int64 model inputs for rows of (input ids, token types), on the tokenizer's
+        padding side, with the keys the model takes."""
         width = max(len(r[0]) for r in rows)
         n = len(rows)
         input_ids = np.full((n, width), self.pad_id, dtype=np.int64)
@@ -119,6 +126,36 @@ class PairEncoder:
             mask[i, span] = 1
         out = {"input_ids": input_ids, "token_type_ids": types, "attention_mask": mask}
         return {k: out[k] for k in self.names if k in out}
+
+    def truncate(self, a: Sequence[int], b: Sequence[int]) -> tuple[Sequence[int], Sequence[int]]:
+        """Cut a pair's token ids to fit ``max_length`` as the tokenizer's ``longest_first``
+        truncation does (the same lengths; tokens go from the end of each side): only the longer
+        side is cut while the shorter fits half the room, else each keeps half, the longer side
+        the odd token."""
+        budget = self.max_length - self.n_special
+        if len(a) + len(b) <= budget:
+            return a, b
+        short = min(len(a), len(b))
+        keep_long = short if short > budget else max(short, budget - short)
+        keep_short = short
+        if keep_short + keep_long > budget:
+            keep_short = budget // 2
+            keep_long = keep_short + budget % 2
+        if len(a) > len(b):
+            return a[:keep_long], b[:keep_short]
+        return a[:keep_short], b[:keep_long]
+
+    def pair_ids(self, a: Sequence[int], b: Sequence[int]) -> tuple[list[int], list[int]]:
+        """Input ids and token types of one pair from its texts' token ids (:meth:`encode`),
+        truncated like the tokenizer (:meth:`truncate`): exactly the row :meth:`batch` builds
+        for the texts. Needs the derived pair template (a fast tokenizer)."""
+        if self._template is None:
+            raise ModelError(
+                f"tokenizer {type(self.tokenizer).__name__} has no derivable pair template; "
+                "pairs of token ids need a fast tokenizer"
+            )
+        a, b = self.truncate(a, b)
+        return self._template.apply([int(t) for t in a], [int(t) for t in b])
 
     def _tokenizer_batch(self, texts: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
         enc = self.tokenizer(

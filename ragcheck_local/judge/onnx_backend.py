@@ -4,7 +4,7 @@
 folder (``model.onnx`` or ``model.int8.onnx`` + ``config.json`` + tokenizer files +
 ``export_info.json``); ``OnnxSequenceClassifier`` runs it on CPU. Dynamic int8 quantization
 with per-channel weight scales (``quantize=True``) made the bundled model 1.6x faster than
-torch fp32 on a 2-core AVX2 CPU, keeping 97% of its verdicts (scripts/bench_throughput.py).
+torch fp32 on a 2-core AVX2 CPU, keeping 97% of its verdicts (``ragcheck-local dev bench``).
 
 onnxruntime, onnx, torch and transformers are imported lazily inside functions, so this module
 imports without the ``onnx`` extra installed; using it without the extra raises a

@@ -107,6 +107,7 @@ from .names import (
 )
 from .spec import (
     ALL_METRICS,
+    CONTRADICTION_METRICS,
     EXTRA_METRICS,
     METRIC_GROUPS,
     METRICS,
@@ -129,6 +130,7 @@ __all__ = [
     "CLAIM_RECALL",
     "CONTEXT_PRECISION",
     "CONTEXT_UTILIZATION",
+    "CONTRADICTION_METRICS",
     "CONTRADICTION_RATE",
     "EMPTY_POLICIES",
     "EXTRA_METRICS",

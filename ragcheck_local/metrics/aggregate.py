@@ -30,17 +30,22 @@ def item_metrics(
     metrics: Sequence[str] = ALL_METRICS + EXTRA_METRICS,
     *,
     empty_policy: str = "zero",
+    contradiction: bool = True,
 ) -> dict[str, float | None]:
     """Per-item metric values in [0, 1], keyed by the requested metric names (in that order).
 
-    ``None`` when a needed matrix is ``None`` (not computable), or under ``empty_policy="skip"``
-    when the metric's claim list is empty (see the module docstring for the per-metric rules).
+    ``None`` when a needed matrix is ``None`` (not computable), under ``empty_policy="skip"``
+    when the metric's claim list is empty (see the module docstring for the per-metric rules),
+    and, with ``contradiction=False`` (a 2-way judge), for the metrics that tell
+    Contradiction from Neutral.
     """
     _check_policy(empty_policy)
     skip = empty_policy == "skip"
     values: dict[str, float | None] = {}
     for metric in _check_names(metrics):
-        if any(getattr(m, check) is None for check in REQUIREMENTS[metric]):
+        if not contradiction and SPECS[metric].needs_contradiction:
+            values[metric] = None
+        elif any(getattr(m, check) is None for check in REQUIREMENTS[metric]):
             values[metric] = None
         else:
             values[metric] = SPECS[metric].item(m, skip)

@@ -121,6 +121,9 @@ class MetricSpec:
     """Per-item value from the matrices (``skip`` = the empty policy is "skip")."""
     meaning: str
     """One line for the docs."""
+    needs_contradiction: bool = False
+    """Whether it tells Contradiction from Neutral: unavailable (None) under a 2-way judge,
+    which cannot say Contradiction, instead of a misleading 0."""
 
     @property
     def needs_gt(self) -> bool:
@@ -129,9 +132,16 @@ class MetricSpec:
 
 
 def _spec(
-    name: str, group: str, needs: tuple[str, ...], direction: str, item: ItemFunction, meaning: str
+    name: str,
+    group: str,
+    needs: tuple[str, ...],
+    direction: str,
+    item: ItemFunction,
+    meaning: str,
+    *,
+    contradiction: bool = False,
 ) -> MetricSpec:
-    return MetricSpec(name, group, frozenset(needs), direction, item, meaning)
+    return MetricSpec(name, group, frozenset(needs), direction, item, meaning, contradiction)
 
 
 _A2R, _R2A, _RET2R, _RET2A = ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE, RETRIEVED2ANSWER
@@ -161,9 +171,11 @@ METRICS: tuple[MetricSpec, ...] = (
     _spec(FAITHFULNESS, "generator", (_RET2R,), HIGHER, _faithfulness,
           "share of response claims entailed by some chunk"),
     _spec(CONTRADICTION_RATE, "extra", (_RET2R,), LOWER, _contradiction_rate,
-          "share of response claims contradicted by some chunk and entailed by none"),
+          "share of response claims contradicted by some chunk and entailed by none",
+          contradiction=True),
     _spec(UNSUPPORTED_RATE, "extra", (_RET2R,), LOWER, _unsupported_rate,
-          "share of response claims neither entailed nor contradicted by any chunk"),
+          "share of response claims neither entailed nor contradicted by any chunk",
+          contradiction=True),
     _spec(SOFT_PRECISION, "extra", (_A2R,), HIGHER, _soft_precision,
           "precision in expectation: mean P(entailment) of response claims by the gt_answer"),
     _spec(SOFT_RECALL, "extra", (_R2A,), HIGHER, _soft_recall,
@@ -172,6 +184,9 @@ METRICS: tuple[MetricSpec, ...] = (
           "harmonic mean of soft_precision and soft_recall"),
 )  # fmt: skip
 """Every metric, in RAGChecker's order (then the extras): the one table the rest derives from."""
+
+CONTRADICTION_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.needs_contradiction)
+"""Metrics a 2-way judge (supported / not supported) cannot compute."""
 
 SPECS: dict[str, MetricSpec] = {m.name: m for m in METRICS}
 REQUIREMENTS: dict[str, frozenset[str]] = {m.name: m.requirements for m in METRICS}

@@ -8,7 +8,8 @@ Policies:
 * Delta = mean(B) − mean(A) over those pairs, in points (0–100). The 95% CI is the 2.5th and
   97.5th percentile of the delta over ``n_boot`` resamples (with replacement) of the shared
   query ids; one resample of ids serves every metric (a paired bootstrap), and a resample
-  with no pair for a metric is left out for that metric. Fixed ``seed`` → same result.
+  with no pair for a metric is left out for that metric. Fixed ``seed`` → same result. The
+  resampling is the one bootstrap of :mod:`ragcheck_local.metrics.stats`.
 * Per query, B is higher / lower / tied (|diff| ≤ 1e-6 points) against A; wins and losses
   follow the metric's good direction (none for metrics without one).
 * Claims are matched by text (the k-th occurrence of a text in A with the k-th in B) within a
@@ -28,6 +29,7 @@ from unicodedata import east_asian_width
 import numpy as np
 
 from ..errors import InputError
+from ..metrics.stats import bootstrap_mean_intervals
 from .common import clip, fmt, language_banner, md_escape, page
 from .data import QueryView, ReportData, prepare
 from .html import verdict_chip
@@ -37,9 +39,6 @@ from .svg import Interval, delta_chart
 
 TIE_TOLERANCE = 1e-6
 """Per-query differences up to this many points count as ties."""
-
-_BLOCK = 2_000_000
-"""Resample weights drawn per block, resamples × queries (bounds memory for large runs)."""
 
 
 @dataclass(frozen=True)
@@ -140,33 +139,6 @@ def _metric_names(a: ReportData, b: ReportData) -> list[str]:
     return known + sorted(present - set(known))
 
 
-def _bootstrap(
-    diffs: np.ndarray, mask: np.ndarray, n_boot: int, seed: int
-) -> list[tuple[float | None, float | None]]:
-    """Paired bootstrap CIs, one per metric column of ``diffs`` (rows = shared queries)."""
-    n, k = diffs.shape
-    sums = np.zeros((n_boot, k))
-    counts = np.zeros((n_boot, k))
-    rng = np.random.default_rng(seed)
-    per_block = max(1, _BLOCK // max(1, n))
-    for start in range(0, n_boot, per_block):
-        stop = min(n_boot, start + per_block)
-        # How often each query is drawn in each resample (n draws with replacement).
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=stop - start).astype(np.float64)
-        sums[start:stop] = weights @ diffs
-        counts[start:stop] = weights @ mask
-    out: list[tuple[float | None, float | None]] = []
-    for j in range(k):
-        ok = counts[:, j] > 0
-        if not ok.any():
-            out.append((None, None))
-            continue
-        means = sums[ok, j] / counts[ok, j]
-        low, high = np.percentile(means, [2.5, 97.5])
-        out.append((float(low), float(high)))
-    return out
-
-
 def _claim_changes(qa: QueryView, qb: QueryView) -> list[ClaimChange]:
     changes = []
     for side, claims_a, claims_b in (
@@ -213,7 +185,7 @@ def compare_runs(
             if x is not None and y is not None:
                 va[i, j], vb[i, j], mask[i, j] = x, y, 1.0
     diffs = (vb - va) * mask
-    cis = _bootstrap(diffs, mask, n_boot, seed) if n else [(None, None)] * k
+    cis = bootstrap_mean_intervals(diffs, mask, n_boot, seed) if n else [(None, None)] * k
 
     deltas = []
     for j, name in enumerate(names):

@@ -1,4 +1,7 @@
-"""Command line: parse, call the library, print. Exit codes: 0 ok, 2 bad input/usage, 1 other."""
+"""Command line: parse, call the library, print. Exit codes: 0 ok, 2 bad input/usage, 1 other.
+
+The developer commands (``ragcheck-local dev ...``) are in :mod:`.dev`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ from typing import Any
 
 import click
 
-from .errors import InputError, RagcheckError
+from ..errors import InputError, RagcheckError
+from .dev import dev as dev_commands
+from .judges import judges
 
 logger = logging.getLogger("ragcheck_local")
 
@@ -119,7 +124,7 @@ CUSTOM_FLAGS = ("metrics", "column_map", "progress")
 
 def _click_type(dotted: str) -> Any:
     """The click type of a setting: its ``Literal`` choices, else its number type."""
-    from . import config
+    from .. import config
 
     options = config.choices(dotted)
     if options:
@@ -133,7 +138,7 @@ def _click_type(dotted: str) -> Any:
 def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """One ``--flag`` per flat setting (:data:`config.FLAT_KEYS`), typed and documented from
     the config's fields, so the flags cannot drift from the config."""
-    from . import config
+    from .. import config
 
     for flat, (dotted, *_) in reversed(config.FLAT_KEYS.items()):
         if flat in CUSTOM_FLAGS:
@@ -151,7 +156,7 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _examples_epilog() -> str:
-    from .resources import example_path
+    from ..resources import example_path
 
     return (
         "\b\nPackaged examples to try (English, Japanese):\n"
@@ -228,8 +233,8 @@ def evaluate(
     **options: Any,
 ) -> None:
     """Evaluate a RAG results file and write RAGChecker-format output."""
-    from .config import build_config, parse_set
-    from .pipeline import evaluate as run_evaluation
+    from ..config import build_config, parse_set
+    from ..pipeline import evaluate as run_evaluation
 
     if extra_metrics and not metrics:
         raise click.UsageError(f"unexpected argument(s): {' '.join(extra_metrics)}")
@@ -244,7 +249,7 @@ def evaluate(
     if names:
         overrides["metrics"] = tuple(names)
     if column_map:
-        from .formats.input import parse_column_map
+        from ..formats.input import parse_column_map
 
         overrides["column_map"] = tuple(parse_column_map(column_map).items())
     if quiet:
@@ -271,7 +276,7 @@ def recompute(
     input_path: str, output_path: str, metrics: tuple[str, ...], empty_policy: str
 ) -> None:
     """Recompute metrics from the matrices in an output file (no model loaded)."""
-    from .pipeline import recompute as run_recompute
+    from ..pipeline import recompute as run_recompute
 
     names = [n.strip() for m in metrics for n in m.split(",") if n.strip()] or ["all_metrics"]
     out = run_recompute(input_path, output_path, metrics=names, empty_policy=empty_policy)
@@ -283,7 +288,7 @@ def recompute(
 @click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
 def merge(inputs: tuple[str, ...], output_path: str) -> None:
     """Merge shard outputs into one RAGChecker-format file."""
-    from .pipeline import merge as run_merge
+    from ..pipeline import merge as run_merge
 
     out = run_merge(inputs, output_path)
     click.echo(_format_metrics(out["metrics"]))
@@ -323,8 +328,8 @@ def report(
     title: str | None,
 ) -> None:
     """Render an output file (ours or RAGChecker's) as an offline HTML and/or Markdown report."""
-    from .formats.files import check_output_path, write_text
-    from .report import build_html, build_markdown, load_output
+    from ..formats.files import check_output_path, write_text
+    from ..report import build_html, build_markdown, load_output
 
     targets = [(p, build_html) for p in (html_path,) if p]
     targets += [(p, build_markdown) for p in (md_path,) if p]
@@ -358,8 +363,8 @@ def compare(
     run_a: str, run_b: str, output_path: str | None, lang: str, n_boot: int, seed: int
 ) -> None:
     """Compare run B with run A: metric deltas with bootstrap CIs, changed claim verdicts."""
-    from .formats.files import check_output_path, write_text
-    from .report import (
+    from ..formats.files import check_output_path, write_text
+    from ..report import (
         build_compare_html,
         build_compare_markdown,
         compare_runs,
@@ -382,3 +387,7 @@ def compare(
         build = build_compare_markdown if _is_markdown(output_path) else build_compare_html
         write_text(output_path, build(result, lang=lang, **labels))
         click.echo(f"comparison: {output_path}")
+
+
+main.add_command(dev_commands)
+main.add_command(judges)

@@ -1,18 +1,31 @@
-"""Smoke test for scripts/train_nli.py: one step on a tiny random BERT and fake SNLI data."""
+"""The trainer (``ragcheck-local dev train``): one step on a tiny random BERT and fake SNLI
+data, resume, ledger segments, and training inputs equal to the engine's."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
+import random
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
+from click.testing import CliRunner
 from tiny_models import build_nli_model
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "train_nli.py"
+from ragcheck_local.cli import main
+from ragcheck_local.dev import train as training
+from ragcheck_local.dev import train_data
+from ragcheck_local.dev.config import TrainConfig
+from ragcheck_local.dev.datasets import (
+    LABEL2ID,
+    _safe_extract,
+    read_pairs_jsonl,
+    read_snli,
+    split_by_group,
+)
+from ragcheck_local.errors import InputError
 
 PAIRS = (
     ("A man is playing a guitar on stage.", "A man is playing music.", "entailment"),
@@ -27,14 +40,6 @@ PAIRS = (
 )
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("train_nli", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["train_nli"] = module  # dataclasses resolve annotations via sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
 def _write_snli(root: Path, repeat: int) -> Path:
     root.mkdir(parents=True)
     for name in ("snli_1.0_train_subset.jsonl", "snli_1.0_test.jsonl"):
@@ -47,8 +52,19 @@ def _write_snli(root: Path, repeat: int) -> Path:
 
 
 def _tiny_base(path: Path) -> Path:
-    # Deliberately wrong label names: the script must replace them with the NLI labels.
+    # Deliberately wrong label names: the trainer must replace them with the NLI labels.
     return build_nli_model(path, "bert", id2label={0: "LABEL_A", 1: "LABEL_B", 2: "LABEL_C"})
+
+
+def _run(args: list[str]) -> dict:
+    """``ragcheck-local dev train ARGS`` in-process; the metrics line it prints."""
+    result = CliRunner().invoke(main, ["dev", "train", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _train(args: dict) -> dict:
+    return training.train(training.build_config(**args))
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +73,13 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     base = _tiny_base(tmp / "base")
     snli = _write_snli(tmp / "snli", repeat=4)
     out = tmp / "out"
-    module = _load_script()
-    rc = module.main(
+    printed = _run(
         ["--smoke", "--base", str(base), "--snli-dir", str(snli), "--out", str(out),
          "--threads", "1", "--max-length", "48", "--unrelated-share", "0.3"]
     )  # fmt: skip
-    assert rc == 0
-    return out, json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert printed == {k: v for k, v in metrics.items() if not isinstance(v, list)}
+    return out, metrics
 
 
 def test_output_loads_offline_with_three_labels(trained: tuple[Path, dict]) -> None:
@@ -105,70 +121,60 @@ def test_logs_config_and_metrics(trained: tuple[Path, dict]) -> None:
 
 
 def test_read_snli_drops_no_consensus_and_splits_by_premise(tmp_path: Path) -> None:
-    module = _load_script()
     snli = _write_snli(tmp_path / "snli", repeat=3)
-    pairs = module.read_snli(snli / "snli_1.0_train_subset.jsonl")
+    pairs = read_snli(snli / "snli_1.0_train_subset.jsonl")
     assert len(pairs) == 24
-    train, val = module.split_by_group(pairs, n_val=6, seed=1)
+    train, val = split_by_group(pairs, n_val=6, seed=1)
     assert len(train) + len(val) == 24
     assert not {p.group for p in train} & {p.group for p in val}
 
 
 def test_window_keeps_premise_and_fits(tmp_path: Path) -> None:
-    import random
-
-    module = _load_script()
-    ex = module.Encoded((1, 2, 3), (7, 8), 0)
+    ex = train_data.Encoded((1, 2, 3), (7, 8), 0)
     distractors = [(10 + i, 20 + i, 30 + i, 40 + i) for i in range(20)]
     rng = random.Random(0)
     for _ in range(50):
-        window = module.windowed_premise(ex, distractors, rng, 2, 8, max_length=24)
+        window = train_data.windowed_premise(ex, distractors, rng, 2, 8, room=24 - 3)
         assert len(window) + len(ex.hypothesis_ids) + 3 <= 24
         starts = [i for i in range(len(window)) if window[i : i + 3] == (1, 2, 3)]
         assert starts, window
 
 
 def test_unrelated_premise_never_holds_the_real_premise_and_fits() -> None:
-    import random
-
-    module = _load_script()
-    ex = module.Encoded((1, 2, 3), (7, 8), 2)
+    ex = train_data.Encoded((1, 2, 3), (7, 8), 2)
     distractors = [(1, 2, 3), *((10 + i, 20 + i, 30 + i, 40 + i) for i in range(20))]
     rng = random.Random(0)
     for _ in range(100):
-        premise = module.unrelated_premise(ex, distractors, rng, 4, max_length=24)
+        premise = train_data.unrelated_premise(ex, distractors, rng, 4, room=24 - 3)
         assert premise and len(premise) % 4 == 0  # whole distractor sentences only
         assert 1 not in premise
         assert len(premise) + len(ex.hypothesis_ids) + 3 <= 24
 
 
 def test_unrelated_share_relabels_pairs_neutral() -> None:
-    import random
-
-    module = _load_script()
-    data = [module.Encoded((i, i + 1), (50 + i,), 0) for i in range(0, 400, 2)]
+    data = [train_data.Encoded((i, i + 1), (50 + i,), 0) for i in range(0, 400, 2)]
     distractors = sorted({e.premise_ids for e in data})
-    cfg = module.TrainConfig(
+    cfg = TrainConfig(
         base="", out="", snli_dir="", batch_size=8, augment_share=0.0, unrelated_share=0.5
     )
-    items = [t for b in module.epoch_batches(data, distractors, cfg, random.Random(1)) for t in b]
+    batches = train_data.epoch_batches(data, distractors, cfg, random.Random(1), room=125)
+    items = [t for b in batches for t in b]
     own = {e.hypothesis_ids: e.premise_ids for e in data}
     swapped = [t for t in items if t[0] != own[t[1]]]
     assert 60 <= len(swapped) <= 140  # about half of 200
-    assert all(label == module.LABEL2ID["neutral"] for _, _, label in swapped)
+    assert all(label == LABEL2ID["neutral"] for _, _, label in swapped)
     assert all(label == 0 for p, h, label in items if p == own[h])
 
 
 def test_safe_extract_rejects_traversal(tmp_path: Path) -> None:
-    module = _load_script()
     archive = tmp_path / "evil.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         data = b"x"
         info = tarfile.TarInfo("../escape.txt")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    with pytest.raises(RuntimeError, match="unsafe member"):
-        module._safe_extract(archive, tmp_path / "dest")
+    with pytest.raises(InputError, match="unsafe member"):
+        _safe_extract(archive, tmp_path / "dest")
     assert not (tmp_path / "escape.txt").exists()
 
 
@@ -182,54 +188,42 @@ def _write_extra(path: Path, repeat: int) -> Path:
     return path
 
 
-def test_extra_data_dev_score_and_resume_gives_the_same_model(tmp_path: Path) -> None:
+def test_extra_data_dev_score_and_resume_gives_the_same_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A run killed after its first checkpoint and resumed ends with the same weights as an
     uninterrupted run: same schedule, optimiser, scheduler and RNG state."""
     import torch
     from safetensors.torch import load_file
 
-    module = _load_script()
     base = _tiny_base(tmp_path / "base")
     snli = _write_snli(tmp_path / "snli", repeat=4)
     extra = _write_extra(tmp_path / "extra.jsonl", repeat=2)
     dev = _write_extra(tmp_path / "dev.jsonl", repeat=1)
-    common = ["--base", str(base), "--snli-dir", str(snli), "--threads", "1",
-              "--max-length", "48", "--batch-size", "4", "--max-steps", "4", "--eval-every", "2",
-              "--n-val", "4", "--max-test", "8", "--extra-train", f"{extra}:2",
-              "--extra-dev", f"{dev}:bal_e", "--snli-per-epoch", "8"]  # fmt: skip
+    common = {"base": str(base), "snli_dir": snli, "threads": 1, "max_length": 48,
+              "batch_size": 4, "max_steps": 4, "eval_every": 2, "n_val": 4, "max_test": 8,
+              "extra_train": [f"{extra}:2"], "extra_dev": [f"{dev}:bal_e"],
+              "snli_per_epoch": 8}  # fmt: skip
     full = tmp_path / "full"
-    assert module.main([*common, "--out", str(full)]) == 0
+    _train({**common, "out": full})
     metrics = json.loads((full / "metrics.json").read_text(encoding="utf-8"))
     assert set(metrics["dev"]) == {"snli_val", "dev"}
 
-    # Interrupted run: stop after step 2 (deadline), keeping OUT.ckpt, then resume.
+    # Interrupted run: a kill right after the first checkpoint, keeping OUT.ckpt, then resume.
     part = tmp_path / "part"
-    real_train = module.train
+    original = training.save_state
 
-    def stop_after_checkpoint(cfg):  # a kill right after the first checkpoint
-        original = module._atomic_save
-        calls = {"n": 0}
+    def save_then_die(obj, path):
+        original(obj, path)
+        if path.name == "state.pt":
+            raise KeyboardInterrupt
 
-        def save_then_die(obj, path):
-            original(obj, path)
-            if path.name == "state.pt":
-                calls["n"] += 1
-                raise KeyboardInterrupt
-
-        module._atomic_save = save_then_die
-        try:
-            return real_train(cfg)
-        finally:
-            module._atomic_save = original
-
-    module.train = stop_after_checkpoint
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(training, "save_state", save_then_die)
         with pytest.raises(KeyboardInterrupt):
-            module.main([*common, "--out", str(part)])
-    finally:
-        module.train = real_train
+            _train({**common, "out": part})
     assert (part.with_name("part.ckpt") / "state.pt").is_file()
-    assert module.main([*common, "--out", str(part), "--resume"]) == 0
+    _train({**common, "out": part, "resume": True})
     a = load_file(str(full / "model.safetensors"))
     b = load_file(str(part / "model.safetensors"))
     assert a.keys() == b.keys()
@@ -239,20 +233,77 @@ def test_extra_data_dev_score_and_resume_gives_the_same_model(tmp_path: Path) ->
 
 
 def test_extra_pairs_reader_rejects_unknown_labels(tmp_path: Path) -> None:
-    module = _load_script()
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": "maybe"}) + "\n")
-    with pytest.raises(SystemExit, match="label has bad value 'maybe'"):
-        module.read_pairs_jsonl(bad)
+    with pytest.raises(InputError, match="field 'label': bad value 'maybe'"):
+        read_pairs_jsonl(bad)
 
 
-def test_entailment_balanced_accuracy() -> None:
-    import numpy as np
+def test_bad_options_name_the_field(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["dev", "train", "--out", str(tmp_path / "o"), "--augment-share", "1.5"]
+    )
+    assert result.exit_code == 2 and "augment_share" in result.output
+    with pytest.raises(InputError, match="metric must be acc or bal_e"):
+        train_data.parse_dev_metric("dev.jsonl:f1")
+    assert train_data.parse_spec("runs/a:b/dev.jsonl", "acc") == (Path("runs/a:b/dev.jsonl"), "acc")
 
-    module = _load_script()
-    confusion = np.array([[8, 2, 0], [1, 5, 4], [1, 0, 9]])
-    # TPR 8/10; TNR: gold N/C predicted N or C = 18 of 20.
-    assert module.entailment_balanced_accuracy(confusion) == pytest.approx((0.8 + 0.9) / 2)
+
+def test_training_inputs_are_the_engines(tmp_path: Path) -> None:
+    """A training example's model inputs equal what the engine feeds the model for the same
+    (premise, hypothesis) pair: same template, token types, truncation and padding."""
+    from transformers import AutoTokenizer
+
+    from ragcheck_local.dev.datasets import Pair
+    from ragcheck_local.judge.checker import NLIChecker, NLIConfig
+    from ragcheck_local.judge.encoding import PairEncoder
+
+    model = build_nli_model(tmp_path / "bert", "bert", max_length=48)
+    checker = NLIChecker(NLIConfig(model=str(model), device="cpu"))
+    fed: list[dict[str, np.ndarray]] = []
+    forward = checker._forward
+
+    def recording(arrays: dict[str, np.ndarray]) -> np.ndarray:
+        fed.append(arrays)
+        return forward(arrays)
+
+    checker._forward = recording
+    encoder = PairEncoder(AutoTokenizer.from_pretrained(model), checker.max_length)
+    long_claim = " ".join(["the nile flows into the sea"] * 12)  # over the input: truncated
+    pairs = [
+        ("the man is playing a guitar on stage.", "a man is playing music."),
+        ("the dog is blue.", long_claim),
+    ]
+    for premise, hypothesis in pairs:
+        fed.clear()
+        checker.predict_proba([(premise, hypothesis)])
+        engine = {k: v[0][fed[0]["attention_mask"][0] == 1] for k, v in fed[0].items()}
+        enc = train_data.encode_pairs([Pair(premise, hypothesis, 0, "g")], encoder)[0]
+        batch = train_data.collate([(enc.premise_ids, enc.hypothesis_ids, 0)], encoder)
+        assert set(batch) - {"labels"} == set(engine)
+        for key, row in engine.items():
+            np.testing.assert_array_equal(batch[key][0].numpy(), row, err_msg=key)
+
+
+def test_pair_ids_truncate_like_the_tokenizer(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from ragcheck_local.judge.encoding import PairEncoder
+
+    tokenizer = AutoTokenizer.from_pretrained(build_nli_model(tmp_path / "b", "bert"))
+    words = "the man woman dog cat river nile sea city flag".split()
+    for max_length in (8, 9, 13):
+        encoder = PairEncoder(tokenizer, max_length)
+        for n_a in range(1, 14):
+            for n_b in range(1, 14):
+                a = " ".join(words[i % len(words)] for i in range(n_a))
+                b = " ".join(words[i % len(words)] for i in range(n_b))
+                ids = encoder.pair_ids(*encoder.encode([a, b]))
+                ref = tokenizer(
+                    a, b, truncation="longest_first", max_length=max_length,
+                    return_token_type_ids=True,
+                )  # fmt: skip
+                assert ids == (ref["input_ids"], ref["token_type_ids"]), (max_length, n_a, n_b)
 
 
 def test_segments_resume_from_the_committed_checkpoint_and_a_worse_one_is_not_kept(
@@ -262,7 +313,6 @@ def test_segments_resume_from_the_committed_checkpoint_and_a_worse_one_is_not_ke
     a segment whose best dev score is not higher leaves the checkpoint as it was."""
     from ragcheck_local.formats.store import file_digest
 
-    module = _load_script()
     base = _tiny_base(tmp_path / "base")
     snli = _write_snli(tmp_path / "snli", repeat=4)
     checkpoint = tmp_path / "training" / "checkpoint"
@@ -271,7 +321,7 @@ def test_segments_resume_from_the_committed_checkpoint_and_a_worse_one_is_not_ke
               "--batch-size", "4", "--max-steps", "2", "--eval-every", "1", "--n-val", "4",
               "--max-test", "8", "--snli-per-epoch", "8", "--out", str(checkpoint),
               "--ledger", str(ledger)]  # fmt: skip
-    assert module.main([*common, "--base", str(base), "--seed", "1"]) == 0
+    _run([*common, "--base", str(base), "--seed", "1"])
     first = json.loads(ledger.read_text(encoding="utf-8").splitlines()[0])
     weights = (checkpoint / "model.safetensors").read_bytes()
     assert first["segment"] == 1 and first["kept"] is True
@@ -283,7 +333,7 @@ def test_segments_resume_from_the_committed_checkpoint_and_a_worse_one_is_not_ke
     ledger.write_text(
         json.dumps({**json.loads(lines[0]), "best_dev_score": 2.0}) + "\n", encoding="utf-8"
     )
-    assert module.main([*common, "--init", str(checkpoint), "--seed", "2"]) == 0
+    _run([*common, "--init", str(checkpoint), "--seed", "2"])
     second = json.loads(ledger.read_text(encoding="utf-8").splitlines()[1])
     assert second["segment"] == 2 and second["init_sha256"] == first["out_sha256"]
     assert second["kept"] is False and second["out_sha256"] is None

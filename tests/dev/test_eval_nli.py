@@ -1,23 +1,20 @@
+"""``dev eval-nli`` and ``dev calibrate`` on tiny copies of every dataset they read."""
+
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_script():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("eval_nli", ROOT / "scripts" / "eval_nli.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["eval_nli"] = module  # dataclasses need the module registered
-    spec.loader.exec_module(module)
-    return module
+from ragcheck_local.cli import main
+from ragcheck_local.dev import calibrate as calib
+from ragcheck_local.dev import datasets
+from ragcheck_local.dev.config import NLIEvalConfig, parse_set_weights
+from ragcheck_local.dev.evaluate import evaluate_model, format_table
+from ragcheck_local.errors import InputError
 
 
 def make_data(tmp_path: Path) -> tuple[Path, Path]:
@@ -102,20 +99,23 @@ def make_data(tmp_path: Path) -> tuple[Path, Path]:
     return snli, data
 
 
-def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path) -> None:
-    module = load_script()
+def test_eval_nli_reports_every_available_set(
+    tmp_path: Path, tiny_bert: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     snli, data = make_data(tmp_path)
-    lines: list[str] = []
-    rows = module.evaluate_model(
-        str(tiny_bert),
+    out = tmp_path / "rows.json"
+    config = NLIEvalConfig(
+        model=str(tiny_bert),
         data_dir=data,
         snli_dir=snli,
         cache_dir=tmp_path / "cache",
         device="cpu",
         batch_size=8,
-        limit=None,
-        log=lines.append,
+        json_out=out,
     )
+    with caplog.at_level("INFO", logger="ragcheck_local.dev"):
+        rows = evaluate_model(config)
+    lines = caplog.messages
     names = [r.name for r in rows]
     # A refute-recall row only where the split holds refuted pairs.
     n_report = 3 if any(r.metric == "refute recall" and "report" in r.name for r in rows) else 2
@@ -130,13 +130,11 @@ def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path
         "SummaC factcc",
         "SummaC mean",
     ]
-    calib = load_calibrate()
+    is_dev = datasets.is_factcheck_eval_dev
     whole = [r for r in rows if r.name == "Factcheck-GPT dev (whole split)"]
-    n_dev = sum(calib.is_factcheck_eval_dev(f"The river number {i} is long.") for i in range(40))
+    n_dev = sum(is_dev(f"The river number {i} is long.") for i in range(40))
     assert whole[0].n == n_dev and whole[1].metric == "supported-vs-rest balanced accuracy"
-    n_refuted = sum(
-        calib.is_factcheck_eval_dev(f"The river number {i} is long.") for i in range(2, 40, 4)
-    )
+    n_refuted = sum(is_dev(f"The river number {i} is long.") for i in range(2, 40, 4))
     assert whole[2].metric == "refute recall" and whole[2].n == n_refuted
     lingnli = rows[4]
     assert 0 < lingnli.n < 12  # the reporting half only
@@ -144,20 +142,35 @@ def test_eval_script_reports_every_available_set(tmp_path: Path, tiny_bert: Path
     assert snli_row.n == 3  # the no-consensus pair is dropped
     assert rows[1].n == 3 and rows[1].metric == "neutral rate"
     assert rows[2].n == 1  # TEST split only
-    assert all(0.0 <= r.value <= 1.0 for r in rows)
+    assert all(r.value is None or 0.0 <= r.value <= 1.0 for r in rows)
     assert any("R2" in line and "absent" in line for line in lines)
-    json.dumps([r.__dict__ for r in rows], allow_nan=False)  # --json output stays valid JSON
-    table = module.format_table(rows, "m")
+    # --json output stays valid JSON (an undefined value is null)
+    written = json.loads(out.read_text(encoding="utf-8"), parse_constant=_refuse)
+    assert written == [r.__dict__ for r in rows]
+    table = format_table(rows, "m")
     assert "| SummaC mean | balanced accuracy |" in table
 
 
-def load_calibrate():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("calibrate", ROOT / "scripts" / "calibrate.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["calibrate"] = module
-    spec.loader.exec_module(module)
-    return module
+def _refuse(constant: str) -> None:
+    raise ValueError(f"not JSON: {constant}")
+
+
+def test_eval_nli_command_prints_the_table(tmp_path: Path, tiny_bert: Path) -> None:
+    _, data = make_data(tmp_path)
+    result = CliRunner().invoke(
+        main,
+        ["dev", "eval-nli", "--model", str(tiny_bert), "--data-dir", str(data), "--device",
+         "cpu", "--only", "SICK,SummaC"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"Model: `{tiny_bert}`" in result.stdout
+    assert "| SICK test | accuracy |" in result.stdout and "SNLI" not in result.stdout
+
+
+def _calibrate(args: list[str]) -> str:
+    result = CliRunner().invoke(main, ["dev", "calibrate", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
 
 
 def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
@@ -168,7 +181,6 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     from ragcheck_local.judge.calibration import load_calibration
     from ragcheck_local.judge.checker import NLIChecker, NLIConfig
 
-    calib = load_calibrate()
     snli, data = make_data(tmp_path)
     model = tmp_path / "model"
     shutil.copytree(tiny_bert, model)
@@ -179,10 +191,11 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
             "--json", str(report), "--features", str(feats),
             "--snli-cache", str(snli),  # hermetic: never the user's SNLI cache
             "--embedding-model", str(tiny_embedder)]  # fmt: skip
-    assert calib.main(args) == 0
+    printed = _calibrate(args)
+    assert "sick_trial" in printed and f"wrote {model / 'ragcheck.json'}" in printed
     assert feats.is_file()
     first = report.read_text()
-    assert calib.main(args) == 0  # from the feature cache: the same fit
+    _calibrate(args)  # from the feature cache: the same fit
     assert report.read_text() == first
     meta = json.loads((model / "ragcheck.json").read_text())
     assert meta["languages"] == ["en"]  # other keys are kept
@@ -205,8 +218,8 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     sets = set(json.loads(report.read_text())["report"])
     assert {"factcheck_dev_calib", "factcheck_dev_report", "lingnli_val_calib"} <= sets
     # The fitted and the reporting halves never share a pair.
-    dev = calib.load_factcheck_dev(data.parent / "factcheck-gpt" / "claim_evidence_stance.jsonl")
-    a, b = calib.half(dev, True), calib.half(dev, False)
+    dev = datasets.load_factcheck_dev(data.parent / "factcheck-gpt" / "claim_evidence_stance.jsonl")
+    a, b = datasets.half(dev, True), datasets.half(dev, False)
     assert not set(a.pairs) & set(b.pairs) and len(a.pairs) + len(b.pairs) == len(dev.pairs)
     assert not head.needs_similarity and len(head.features) == 7
     assert NLIChecker(NLIConfig(model=str(model), device="cpu")).calibration == head
@@ -214,7 +227,7 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     # alternative head file; the model's own head is left as it was.
     alt = tmp_path / "alt-head.json"
     no_write = [x for x in args if x != "--write"]
-    assert calib.main([*no_write, "--similarity", "--write-head", str(alt)]) == 0
+    _calibrate([*no_write, "--similarity", "--write-head", str(alt)])
     assert load_calibration(model) == head
     other = load_calibration(model, str(alt))
     assert other is not None and other.needs_similarity and other.features[-1] == "similarity"
@@ -226,18 +239,18 @@ def test_calibrate_fits_on_calibration_halves_and_writes_the_head(
     # --contradiction-gate: the gate is fitted on the unrelated-premise dev set and written
     # with the head; an unreachable target writes nothing and fails.
     gated = tmp_path / "gated-head.json"
-    assert calib.main([*no_write, "--contradiction-gate", "0.01", "--write-head", str(gated)]) == 0
+    _calibrate([*no_write, "--contradiction-gate", "0.01", "--write-head", str(gated)])
     head_g = load_calibration(model, str(gated))
     assert head_g is not None and head_g.contradiction_min_similarity in calib.GATE_GRID
     assert head_g.weights == head.weights and "contradiction gate" in head_g.fitted_on
-    with pytest.raises(SystemExit):
-        calib.main([*no_write, "--contradiction-gate", "1.5"])
-    with pytest.raises(SystemExit):
-        calib.main([*no_write, "--contradiction-gate", "0.8", "--no-snli"])
+    for bad in (["--contradiction-gate", "1.5"], ["--contradiction-gate", "0.8", "--no-snli"]):
+        result = CliRunner().invoke(main, ["dev", "calibrate", *no_write, *bad])
+        assert result.exit_code == 2 and "contradiction_gate" in result.output
+    with pytest.raises(InputError, match="PREFIX=W"):
+        parse_set_weights(["factcheck=-1"])
 
 
 def test_scores_leave_balanced_accuracy_undefined_without_both_sides() -> None:
-    calib = load_calibrate()
     both = calib.scores(np.array([0, 1, 1]), np.array([0, 0, 1]))
     assert both == {"acc": 2 / 3, "bal_acc_entailment": 0.75, "n": 3}
     neutral_only = calib.scores(np.array([1, 2]), np.array([1, 1]))
@@ -245,7 +258,6 @@ def test_scores_leave_balanced_accuracy_undefined_without_both_sides() -> None:
 
 
 def test_choose_min_similarity_is_the_smallest_gate_reaching_the_target() -> None:
-    calib = load_calibrate()
     pred = np.array([1, 2, 2, 2, 0])  # verdict ids on an all-neutral set
     sim = np.array([0.9, 0.02, 0.07, 0.3, 0.01])
     assert calib.choose_min_similarity(pred, sim, 0.2) == (0.0, 0.2)  # already neutral
@@ -260,7 +272,6 @@ def test_head_predictions_apply_the_gate_to_feature_rows() -> None:
 
     from ragcheck_local.judge.calibration import FEATURES, Calibration
 
-    calib = load_calibrate()
     # Contradiction always (bias), so only the gate can move a row.
     head = Calibration(weights=((0.0,), (0.0,), (1.0,)), features=("bias",))
     rows = np.zeros((2, len(FEATURES)))
@@ -272,7 +283,6 @@ def test_head_predictions_apply_the_gate_to_feature_rows() -> None:
 
 
 def test_sample_weights_balance_sets_and_classes() -> None:
-    calib = load_calibrate()
     w = calib.sample_weights([("a", 0), ("a", 0), ("a", 1), ("b", 2)])
     assert w.tolist() == [0.25, 0.25, 0.5, 1.0]
     w = calib.sample_weights([("a", 0), ("b", 2)], {"a": 2.0})
@@ -282,23 +292,25 @@ def test_sample_weights_balance_sets_and_classes() -> None:
     assert w.tolist() == [1 / 3, 1 / 3, 1 / 3]
 
 
+def test_set_weights_follow_the_first_matching_prefix() -> None:
+    names = ["factcheck_dev_calib", "snli_val", "unrelated_snli_val", "sick_trial"]
+    assert calib.set_weights_for(names) == {
+        "factcheck_dev_calib": 2.0, "snli_val": 2.0, "unrelated_snli_val": 0.0, "sick_trial": 1.0
+    }  # fmt: skip
+    assert calib.set_weights_for(names, [("unrelated", 0.35), ("sick", 3.0)])[
+        "unrelated_snli_val"
+    ] == pytest.approx(0.35)
+
+
 def test_unrelated_pairs_never_keep_a_premise() -> None:
-    module = load_script()
     pairs = [("p1", "h1"), ("p1", "h2"), ("p2", "h3"), ("p3", "h4")]
-    out = module.unrelated_pairs(pairs, shift=1)
+    out = datasets.unrelated_pairs(pairs, shift=1)
     assert out == [("p2", "h2"), ("p3", "h3"), ("p1", "h4")]  # (p1, h1) would keep p1: skipped
 
 
-def test_balanced_accuracy() -> None:
-    module = load_script()
-    assert module.balanced_accuracy([1, 1, 1, 0], [1, 1, 1, 1]) == 0.5
-    assert module.balanced_accuracy([1, 0, 0, 0], [1, 0, 0, 1]) == (1 + 2 / 3) / 2
-
-
 def test_unrelated_set_is_all_neutral_and_keeps_no_premise() -> None:
-    calib = load_calibrate()
-    ds = calib.DevSet("snli_val", [("p1", "h1"), ("p2", "h2"), ("p3", "h3")], [0, 2, 1])
-    out = calib.unrelated_set(ds)
+    ds = datasets.DevSet("snli_val", [("p1", "h1"), ("p2", "h2"), ("p3", "h3")], [0, 2, 1])
+    out = datasets.unrelated_set(ds)
     assert out.name == "unrelated_snli_val"
-    assert out.labels == [calib.LABEL_IDS["neutral"]] * len(out.pairs) and out.pairs
+    assert out.labels == [datasets.LABEL2ID["neutral"]] * len(out.pairs) and out.pairs
     assert all((p, h) not in ds.pairs for p, h in out.pairs)

@@ -1,26 +1,21 @@
+"""``dev meta-eval``: the human-judgment reader, baselines, correlations, bootstrap, and a run
+through the engine."""
+
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("meta_eval", ROOT / "scripts" / "meta_eval.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["meta_eval"] = module  # dataclasses need the module registered
-    spec.loader.exec_module(module)
-    return module
-
-
-me = load_script()
+from ragcheck_local.cli import main
+from ragcheck_local.dev import meta_eval as me
+from ragcheck_local.dev.datasets import HUMAN_LABELS, Instance, read_instances
+from ragcheck_local.errors import InputError
+from ragcheck_local.metrics.stats import pearson, spearman
 
 GOOD = "the nile is the longest river. the nile flows into the sea."
 HALF = "the nile is the longest river. the dog is blue."
@@ -59,52 +54,52 @@ def test_normalise_delta_follows_ragchecker() -> None:
     out = me.normalise_delta([0.0, 1.0, math.nan, 3.0])
     assert out == pytest.approx([-2.0, -2 / 3, -2 / 3, 2.0])
     assert list(me.normalise_delta([1.0, 1.0])) == [1.0, 1.0]  # constant: left as it is
-    with pytest.raises(ValueError, match="undefined"):
+    with pytest.raises(InputError, match="undefined"):
         me.normalise_delta([math.nan, math.nan])
 
 
 def test_correlations_match_reference_implementations() -> None:
     x = [1.0, 2.0, 2.0, 5.0, 3.0, -1.0]
     y = [2.0, 1.0, 4.0, 4.0, 6.0, 0.0]
-    assert me.pearson(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1])
+    assert pearson(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1])
     # Spearman = Pearson of average ranks (ties share the mean rank).
     rx = [2, 3.5, 3.5, 6, 5, 1]
     ry = [3, 2, 4.5, 4.5, 6, 1]
-    assert me.spearman(x, y) == pytest.approx(np.corrcoef(rx, ry)[0, 1])
+    assert spearman(x, y) == pytest.approx(np.corrcoef(rx, ry)[0, 1])
     stats = pytest.importorskip("scipy.stats")
-    assert me.spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0])
-    assert math.isnan(me.pearson([1, 1, 1], [1, 2, 3]))
+    assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0])
+    assert math.isnan(pearson([1, 1, 1], [1, 2, 3]))
     with pytest.raises(ValueError, match="length mismatch"):
-        me.pearson([1, 2], [1, 2, 3])
+        pearson([1, 2], [1, 2, 3])
 
 
 def test_read_instances_groups_annotators_and_names_bad_rows(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
     path.write_text(json.dumps([row(0, BAD, GOOD, 2), row(0, BAD, GOOD, 1), row(1, GOOD, BAD, -2)]))
-    insts = me.read_instances(path)
+    insts = read_instances(path)
     assert [(i.instance_id, len(i.labels)) for i in insts] == [("0", 2), ("1", 1)]
     assert insts[0].responses == (BAD, GOOD)
     assert insts[0].labels[1]["overall"] == 1
 
     jsonl = tmp_path / "h.jsonl"
     jsonl.write_text("\n".join(json.dumps(r) for r in [row(0, BAD, GOOD, 2)]) + "\n")
-    assert me.read_instances(jsonl)[0].gt_answer == GOOD
+    assert read_instances(jsonl)[0].gt_answer == GOOD
 
     bad = row(3, BAD, GOOD, 5)
     path.write_text(json.dumps([bad]))
     with pytest.raises(
-        ValueError, match=r"row 1 \(instance 3\): field 'correctness_label' .* got 5"
+        InputError, match=r"row 1 \(instance 3\), field 'correctness_label': .* got 5"
     ):
-        me.read_instances(path)
+        read_instances(path)
     clash = [row(4, BAD, GOOD, 1), row(4, HALF, GOOD, 1)]
     path.write_text(json.dumps(clash))
-    with pytest.raises(ValueError, match="row 2: instance 4 differs"):
-        me.read_instances(path)
+    with pytest.raises(InputError, match=r"row 2 \(instance 4\): instance 4 differs"):
+        read_instances(path)
     missing = row(5, BAD, GOOD, 1)
     del missing["model2"]["response"]
     path.write_text(json.dumps([missing]))
-    with pytest.raises(ValueError, match=r"instance 5\): field 'model2.response'"):
-        me.read_instances(path)
+    with pytest.raises(InputError, match=r"instance 5\), field 'model2.response'"):
+        read_instances(path)
 
 
 def test_end_to_end_engine_tracks_human_preference(tmp_path: Path, lexical_model: Path) -> None:
@@ -123,12 +118,14 @@ def test_end_to_end_engine_tracks_human_preference(tmp_path: Path, lexical_model
     data = tmp_path / "human.json"
     data.write_text(json.dumps(rows))
     out = tmp_path / "meta.json"
-    assert (
-        me.main(
-            [str(data), "--model", str(lexical_model), "--set", "nli.device=cpu", "--out", str(out)]
-        )
-        == 0
-    )
+    run = CliRunner().invoke(
+        main,
+        ["dev", "meta-eval", str(data), "--model", str(lexical_model), "--set",
+         "nli.device=cpu", "--out", str(out), "--bootstrap", "200"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    assert "| correctness | precision |" in run.stdout
+    assert "95% intervals (200 instance resamples)" in run.stdout
     result = json.loads(out.read_text())
     assert result["instances"] == 4 and result["labels"] == 8
     corr = result["correlations"]
@@ -141,27 +138,32 @@ def test_end_to_end_engine_tracks_human_preference(tmp_path: Path, lexical_model
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def _meta_eval(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["dev", "meta-eval", *args])
+    return result.exit_code, result.output
+
+
 def test_too_few_instances_is_an_error(tmp_path: Path) -> None:
     data = tmp_path / "human.json"
     data.write_text(json.dumps([row(0, BAD, GOOD, 1)]))
-    with pytest.raises(SystemExit, match="at least 3 instances"):
-        me.main([str(data)])
+    code, output = _meta_eval(str(data))
+    assert code == 2 and "at least 3 instances" in output
 
 
 def test_ids_select_a_subset_and_unknown_ids_fail(tmp_path: Path) -> None:
     data = tmp_path / "human.json"
     data.write_text(json.dumps([row(i, BAD, GOOD, 1) for i in range(4)]))
-    with pytest.raises(SystemExit, match=r"not in .*: 9"):
-        me.main([str(data), "--ids", "1,9"])
-    with pytest.raises(SystemExit, match="at least 3 instances to correlate, got 2"):
-        me.main([str(data), "--ids", "1, 2"])
+    code, output = _meta_eval(str(data), "--ids", "1,9")
+    assert code == 2 and "not in" in output and ": 9" in output
+    code, output = _meta_eval(str(data), "--ids", "1, 2")
+    assert code == 2 and "at least 3 instances to correlate, got 2" in output
 
 
 def test_bootstrap_intervals_separate_a_tracking_metric_from_noise() -> None:
     rng = np.random.default_rng(1)
     labels = rng.integers(-2, 3, size=40)
     instances = [
-        me.Instance(str(i), "q", "gt", ("a", "b"), ({h: int(v) for h in me.HUMAN_LABELS},))
+        Instance(str(i), "q", "gt", ("a", "b"), ({h: int(v) for h in HUMAN_LABELS},))
         for i, v in enumerate(labels)
     ]
     tracking = [(0.0, float(v)) for v in labels]  # delta = the human label
@@ -177,5 +179,5 @@ def test_bootstrap_intervals_separate_a_tracking_metric_from_noise() -> None:
     assert me.bootstrap(instances, scores, 200, seed=3) == out  # seeded
     with pytest.raises(ValueError, match="at least 1 resample"):
         me.bootstrap(instances, scores, 0)
-    with pytest.raises(ValueError, match="baseline 'rouge_l' is not among"):
+    with pytest.raises(InputError, match="baseline 'rouge_l' is not among"):
         me.bootstrap(instances, {"good": tracking}, 10)

@@ -1,26 +1,17 @@
-"""Tests of scripts/make_grounding_data.py: each transformation, splits and determinism."""
+"""Tests of ``ragcheck-local dev make-data``: each transformation, splits and determinism."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "make_grounding_data.py"
-
-
-@pytest.fixture(scope="module")
-def gd():
-    spec = importlib.util.spec_from_file_location("make_grounding_data", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_grounding_data"] = module
-    spec.loader.exec_module(module)
-    return module
-
+from ragcheck_local.cli import main
+from ragcheck_local.dev import datasets, grounding, perturb
+from ragcheck_local.errors import InputError
 
 EIFFEL = (
     "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was designed by the company "
@@ -29,90 +20,92 @@ EIFFEL = (
 )
 
 
-def test_split_sentences_keeps_abbreviations(gd) -> None:
+def test_split_sentences_keeps_abbreviations() -> None:
     text = "Use a list, e.g. a stack. It grows. The U.S. Army was founded in 1775."
-    assert gd.split_sentences(text) == [
+    assert perturb.split_sentences(text) == [
         "Use a list, e.g. a stack.",
         "It grows.",
         "The U.S. Army was founded in 1775.",
     ]
 
 
-def test_drop_modifiers_removes_parenthetical_intro_and_relative_clause(gd) -> None:
-    assert gd.drop_modifiers("The tower (built for the fair) is 330 metres tall.") == (
+def test_drop_modifiers_removes_parenthetical_intro_and_relative_clause() -> None:
+    assert perturb.drop_modifiers("The tower (built for the fair) is 330 metres tall.") == (
         "The tower is 330 metres tall."
     )
-    assert gd.drop_modifiers("In 1889, the tower was opened to the public.") == (
+    assert perturb.drop_modifiers("In 1889, the tower was opened to the public.") == (
         "The tower was opened to the public."
     )
-    assert gd.drop_modifiers("The tower, which is made of iron, is 330 metres tall.") == (
+    assert perturb.drop_modifiers("The tower, which is made of iron, is 330 metres tall.") == (
         "The tower is 330 metres tall."
     )
-    assert gd.drop_modifiers("The tower is tall.") is None
+    assert perturb.drop_modifiers("The tower is tall.") is None
 
 
-def test_split_coordination_needs_two_full_clauses(gd) -> None:
-    assert gd.split_coordination(
+def test_split_coordination_needs_two_full_clauses() -> None:
+    assert perturb.split_coordination(
         "The tower is 330 metres tall, and it was the tallest structure in the world."
     ) == ["The tower is 330 metres tall.", "It was the tallest structure in the world."]
-    assert gd.split_coordination("Bring salt and pepper to the kitchen table today.") is None
+    assert perturb.split_coordination("Bring salt and pepper to the kitchen table today.") is None
 
 
-def test_swap_number_uses_a_same_kind_number_of_the_document(gd) -> None:
+def test_swap_number_uses_a_same_kind_number_of_the_document() -> None:
     rng = random.Random(0)
-    out = gd.swap_number("It was completed in 1889.", ["1889", "1930", "330"], rng)
+    out = perturb.swap_number("It was completed in 1889.", ["1889", "1930", "330"], rng)
     assert out == "It was completed in 1930."
     # No other year in the document: a nearby different year.
-    out = gd.swap_number("It was completed in 1889.", ["1889"], random.Random(1))
+    out = perturb.swap_number("It was completed in 1889.", ["1889"], random.Random(1))
     assert out is not None and out != "It was completed in 1889." and "in 1" in out
-    assert gd.swap_number("No digits here at all.", ["12"], rng) is None
+    assert perturb.swap_number("No digits here at all.", ["12"], rng) is None
 
 
-def test_swap_entity_replaces_a_name_with_another_of_the_document(gd) -> None:
+def test_swap_entity_replaces_a_name_with_another_of_the_document() -> None:
     sentence = "It was designed by the company of Gustave Eiffel in Paris."
-    ents = gd.entities_in(EIFFEL)
+    ents = perturb.entities_in(EIFFEL)
     assert "Gustave Eiffel" in ents and "World" in " ".join(ents)
-    out = gd.swap_entity(sentence, ents, random.Random(3))
+    out = perturb.swap_entity(sentence, ents, random.Random(3))
     assert out is not None and out != sentence
     assert ("Gustave Eiffel" not in out) or ("Paris" not in out)
 
 
-def test_entities_skip_sentence_initial_words_and_abbreviations(gd) -> None:
-    ents = gd.entities_in("However the plan failed. Dr. Smith left for Boston.")
+def test_entities_skip_sentence_initial_words_and_abbreviations() -> None:
+    ents = perturb.entities_in("However the plan failed. Dr. Smith left for Boston.")
     assert "However" not in ents and "Dr" not in ents
     assert "Smith" in ents and "Boston" in ents
 
 
-def test_toggle_negation_adds_and_removes(gd) -> None:
-    assert gd.toggle_negation("The tower is made of iron.") == "The tower is not made of iron."
-    assert gd.toggle_negation("The tower is not made of iron.") == "The tower is made of iron."
-    assert gd.toggle_negation("The tower isn't made of iron.") == "The tower is made of iron."
-    assert gd.toggle_negation("Towers rise.") is None
+def test_toggle_negation_adds_and_removes() -> None:
+    assert perturb.toggle_negation("The tower is made of iron.") == "The tower is not made of iron."
+    assert perturb.toggle_negation("The tower is not made of iron.") == "The tower is made of iron."
+    assert perturb.toggle_negation("The tower isn't made of iron.") == "The tower is made of iron."
+    assert perturb.toggle_negation("Towers rise.") is None
 
 
-def test_replace_subject_entity_uses_an_entity_the_passage_never_mentions(gd) -> None:
-    out = gd.replace_subject_entity(
+def test_replace_subject_entity_uses_an_entity_the_passage_never_mentions() -> None:
+    out = perturb.replace_subject_entity(
         "Gustave Eiffel designed the tower.", ["Paris", "Marie Curie"], EIFFEL, random.Random(0)
     )
     assert out == "Marie Curie designed the tower."
 
 
-def test_coverage(gd) -> None:
-    assert gd.coverage("The tower is tall.", "A tall tower stands here.") == 1.0
-    assert gd.coverage("The bridge is long.", "A tall tower stands here.") == 0.0
+def test_coverage() -> None:
+    assert perturb.coverage("The tower is tall.", "A tall tower stands here.") == 1.0
+    assert perturb.coverage("The bridge is long.", "A tall tower stands here.") == 0.0
 
 
-def test_pairs_have_all_labels_and_premises_of_chunk_length(gd) -> None:
+def test_pairs_have_all_labels_and_premises_of_chunk_length() -> None:
     paras = tuple(
         f"{EIFFEL} Paragraph {i} notes that visitors climbed {100 + i} steps." for i in range(6)
     )
-    doc = gd.Document("d1", "test", paras)
-    other = gd.Document("d2", "test", ("Marie Curie was a physicist who worked in Warsaw. " * 8,))
-    rows = gd.pairs_for_document(doc, [other], random.Random(5), 40, 120, unrelated_rate=1.0)
+    doc = grounding.Document("d1", "test", paras)
+    other = grounding.Document(
+        "d2", "test", ("Marie Curie was a physicist who worked in Warsaw. " * 8,)
+    )
+    rows = grounding.pairs_for_document(doc, [other], random.Random(5), 40, 120, unrelated_rate=1.0)
     labels = {r["label"] for r in rows}
     assert labels == {"entailment", "neutral", "contradiction"}
     for r in rows:
-        assert 40 <= len(gd.words(r["premise"])) <= 120
+        assert 40 <= len(perturb.words(r["premise"])) <= 120
         if r["kind"] == "verbatim":
             assert r["hypothesis"] in r["premise"]
         if r["label"] == "contradiction":
@@ -120,48 +113,48 @@ def test_pairs_have_all_labels_and_premises_of_chunk_length(gd) -> None:
     assert any(r["kind"] == "unrelated_passage" and "Curie" in r["premise"] for r in rows)
 
 
-def test_factcheck_split_never_emits_eval_dev_claims(gd, tmp_path: Path) -> None:
+def test_factcheck_split_never_emits_eval_dev_claims() -> None:
     claims = [f"Claim number {i} is about something." for i in range(60)]
     rows = [
         {"claim": c, "evidence": f"Evidence for {c}", "stance": "partially-support"} for c in claims
     ]
-    train, traindev = gd.factcheck_pairs(rows)
+    train, traindev = grounding.factcheck_pairs(rows)
     emitted = {r["hypothesis"] for r in train + traindev}
     assert emitted
-    assert not any(gd.is_factcheck_eval_dev(c) for c in emitted)
+    assert not any(datasets.is_factcheck_eval_dev(c) for c in emitted)
     assert {r["label"] for r in train} == {"neutral"}  # partially-support is not entailment
     assert not {r["group"] for r in train} & {r["group"] for r in traindev}
-    docs = gd.factcheck_documents(rows)
-    assert all(not gd.is_factcheck_eval_dev(c) for c in emitted)
+    docs = grounding.factcheck_documents(rows)
+    assert all(not datasets.is_factcheck_eval_dev(c) for c in emitted)
     assert len(docs) == len(emitted)
 
 
-def test_build_is_deterministic_and_splits_by_document(gd) -> None:
+def test_build_is_deterministic_and_splits_by_document() -> None:
     docs = [
-        gd.Document(
+        grounding.Document(
             f"doc{i}", "test", tuple(f"{EIFFEL} Entry {i} lists {10 + j} items." for j in range(4))
         )
         for i in range(40)
     ]
-    a = gd.build(docs, 13, 30, 120, 0.5)
-    b = gd.build(docs, 13, 30, 120, 0.5)
+    a = grounding.build(docs, 13, 30, 120, 0.5)
+    b = grounding.build(docs, 13, 30, 120, 0.5)
     assert a == b
     train, dev = a
     assert dev and train
     assert not {r["group"] for r in train} & {r["group"] for r in dev}
 
 
-def test_html_paragraphs_drop_code(gd) -> None:
+def test_html_paragraphs_drop_code() -> None:
     markup = (
         "<p>The <code>open()</code> call returns a file object here.</p>"
         "<p>Files are closed automatically when the block of the with statement ends.</p>"
     )
-    assert gd.html_paragraphs(markup) == [
+    assert grounding.html_paragraphs(markup) == [
         "Files are closed automatically when the block of the with statement ends."
     ]
 
 
-def test_cli_writes_files(gd, tmp_path: Path) -> None:
+def test_cli_writes_files(tmp_path: Path) -> None:
     fc = tmp_path / "fc.jsonl"
     fc.write_text(
         "".join(
@@ -173,16 +166,23 @@ def test_cli_writes_files(gd, tmp_path: Path) -> None:
     )  # fmt: skip
     out = tmp_path / "out"
     args = ["--out", str(out), "--python-docs", str(tmp_path / "none"), "--factcheck", str(fc)]
-    rc = gd.main([*args, "--min-words", "20"])
-    assert rc == 0
+    result = CliRunner().invoke(main, ["dev", "make-data", *args, "--min-words", "20"])
+    assert result.exit_code == 0, result.output
     counts = json.loads((out / "counts.json").read_text(encoding="utf-8"))
+    assert json.loads(result.stdout) == counts  # printed as written
     assert counts["factcheck_train"] + counts["factcheck_traindev"] <= 30
     assert (out / "grounding_train.jsonl").is_file()
+    assert "no Python documentation" in result.stderr
+    # No documents at all, or a bad word range: exit 2, naming the field.
+    empty = CliRunner().invoke(
+        main, ["dev", "make-data", "--out", str(tmp_path / "o2"), "--python-docs", "none"]
+    )
+    assert empty.exit_code == 2 and "no source documents" in empty.output
+    bad = CliRunner().invoke(main, ["dev", "make-data", *args, "--min-words", "500"])
+    assert bad.exit_code == 2 and "min_words" in bad.output
 
 
-def test_wice_pairs_sentence_evidence_and_partial_support_is_not_entailed(
-    tmp_path: Path, gd
-) -> None:
+def test_wice_pairs_sentence_evidence_and_partial_support_is_not_entailed(tmp_path: Path) -> None:
     page = [
         "(meta data) TITLE: The tower",
         "The tower was built in 1889 for the fair.",
@@ -199,7 +199,7 @@ def test_wice_pairs_sentence_evidence_and_partial_support_is_not_entailed(
     ]  # fmt: skip
     retrieval = tmp_path / "retrieval.jsonl"
     retrieval.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    train, dev = gd.wice_pairs(retrieval, None, seed=13, max_words=170)
+    train, dev = grounding.wice_pairs(retrieval, None, seed=13, max_words=170)
     out = train + dev
     by_claim = {}
     for row in out:
@@ -216,8 +216,8 @@ def test_wice_pairs_sentence_evidence_and_partial_support_is_not_entailed(
     assert all(page[1] not in r[2] and page[2] not in r[2] and "meta data" not in r[2]
                for r in negatives)  # fmt: skip
     for row in out:  # held-out claims are a fixed function of the claim text
-        assert (row in dev) == gd.is_wice_dev(row["hypothesis"])
-    with pytest.raises(SystemExit, match="field 'claim'/'label'"):
+        assert (row in dev) == datasets.is_wice_dev(row["hypothesis"])
+    with pytest.raises(InputError, match="field 'claim/label'"):
         bad = tmp_path / "bad.jsonl"
         bad.write_text(json.dumps({"label": "maybe", "claim": "x", "evidence": []}) + "\n")
-        gd.wice_pairs(bad, None, seed=13, max_words=170)
+        grounding.wice_pairs(bad, None, seed=13, max_words=170)

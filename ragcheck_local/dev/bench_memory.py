@@ -1,21 +1,17 @@
-#!/usr/bin/env python
-"""Memory benchmark: peak RSS of a full evaluation as the input grows.
+"""Memory benchmark: peak RSS of a full evaluation as the input grows (``dev bench-memory``).
 
 For each size it writes a generated JSONL input (one short retrieved chunk per item, a
 two-sentence response, a one-sentence answer) and runs ``pipeline.evaluate`` on it in a fresh
-subprocess with a tiny random NLI model (tests/tiny_models.py), so each peak RSS is that run's
-own. The engine streams items in blocks and writes results through a checkpoint file, so peak
-RSS should stay flat; what still grows per item (validated query ids for duplicate detection,
-each item's metric dict for the dataset averages) is reported as bytes per item.
-
-Example::
-
-    python scripts/bench_memory.py --sizes 1000 20000
+subprocess (``ragcheck-local dev bench-memory --child ...``) with the stand-in model
+(:func:`~.workload.build_standin`: the default model's architecture, a random head), so each
+peak RSS is that run's own. The engine streams items in blocks and writes results through a
+checkpoint file, so peak RSS should stay flat; what still grows per item (validated query ids
+for duplicate detection, each item's metric dict for the dataset averages) is reported as
+bytes per item.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -28,9 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from ..errors import RagcheckError
+from ..formats.files import atomic_writer, write_json
+from .config import BenchMemoryConfig
+from .workload import build_standin
 
 _SUBJECTS = "the man|the woman|the dog|the cat|the river|the nile|the flag|the city".split("|")
 _PREDICATES = (
@@ -46,7 +43,7 @@ def _sentence(rng: random.Random) -> str:
 def write_input(path: Path, n_items: int, seed: int = 0) -> None:
     """A JSONL file of ``n_items`` small RAG items (deterministic)."""
     rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_writer(path) as fh:
         for i in range(n_items):
             item = {
                 "query_id": f"q{i}",
@@ -68,8 +65,8 @@ def child(input_path: str, model: str, out_dir: str, block_size: int) -> dict[st
     """Run one evaluation in this process; return peak RSS before and after it."""
     import torch  # noqa: F401  (loaded before the baseline reading, like any real run)
 
-    from ragcheck_local.config import build_config
-    from ragcheck_local.pipeline import evaluate
+    from ..config import build_config
+    from ..pipeline import evaluate
 
     baseline = _rss_mb()
     config = build_config(
@@ -94,33 +91,42 @@ def child(input_path: str, model: str, out_dir: str, block_size: int) -> dict[st
     }
 
 
-def run_sizes(sizes: Sequence[int], block_size: int, workdir: Path) -> list[dict[str, Any]]:
+def run_sizes(config: BenchMemoryConfig, workdir: Path) -> list[dict[str, Any]]:
     """One subprocess per size; returns each run's numbers."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from tiny_models import build_nli_model
-
-    model = build_nli_model(workdir / "tiny-nli", "bert", max_length=128)
+    model = build_standin(workdir / "standin")
     rows = []
-    for n in sizes:
+    for n in config.sizes:
         run_dir = workdir / f"n{n}"
         run_dir.mkdir()
         src = run_dir / "in.jsonl"
         write_input(src, n)
         cmd = [
             sys.executable,
-            str(Path(__file__).resolve()),
+            "-m",
+            "ragcheck_local",
+            "dev",
+            "bench-memory",
             "--child",
             str(src),
             str(model),
             str(run_dir),
             "--block-size",
-            str(block_size),
+            str(config.block_size),
         ]
         env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         if done.returncode != 0:
-            raise SystemExit(f"size {n} failed:\n{done.stderr[-3000:]}")
+            raise RagcheckError(f"size {n} failed:\n{done.stderr[-3000:]}")
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return rows
+
+
+def bench_memory(config: BenchMemoryConfig) -> list[dict[str, Any]]:
+    """Every size in a temporary folder; the rows, written to ``config.json_out`` when set."""
+    with tempfile.TemporaryDirectory(prefix="ragcheck-mem-") as tmp:
+        rows = run_sizes(config, Path(tmp))
+    if config.json_out:
+        write_json(config.json_out, rows)
     return rows
 
 
@@ -145,30 +151,3 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
             f"items: {per_item:.0f} bytes per item"
         )
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Parse ``argv``, run every size, print the table; returns the rows."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[1000, 20000])
-    p.add_argument("--block-size", type=int, default=256)
-    p.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
-    p.add_argument(
-        "--child", nargs=3, metavar=("INPUT", "MODEL", "OUT_DIR"), help=argparse.SUPPRESS
-    )
-    args = p.parse_args(argv)
-    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        os.environ.setdefault(key, "1")
-    if args.child:
-        print(json.dumps(child(*args.child, block_size=args.block_size)))
-        return []
-    with tempfile.TemporaryDirectory(prefix="ragcheck-mem-") as tmp:
-        rows = run_sizes(args.sizes, args.block_size, Path(tmp))
-    print(format_table(rows))
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
-    return rows
-
-
-if __name__ == "__main__":
-    main()

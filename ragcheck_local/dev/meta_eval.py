@@ -1,0 +1,323 @@
+"""Meta-evaluation: do the engine's metrics agree with people? (RAGChecker's Table 2 protocol,
+``dev meta-eval``)
+
+Input: RAGChecker's human-judgment file (``data/meta_evaluation/human_labeled_data.json`` in the
+RAGChecker repository), read by :func:`~.datasets.read_instances`: each row is one annotator's
+judgment of a pair of answers to one query, labels in -2..2 (positive: model2 is better).
+
+For every instance both responses are scored against the gt_answer with the engine
+(precision, recall, f1: the answer→response and response→answer checks, no retrieval; and
+soft_precision, soft_recall, soft_f1: the judge's calibrated P(entailment) per claim instead of
+its verdict), and with the baselines ROUGE-L F1 and content-word coverage of the gt_answer. As
+in RAGChecker's ``meta_eval.py``, a metric's prediction is ``metric(model2) - metric(model1)``,
+min-max scaled to [-2, 2] with undefined values set to the median, repeated for each
+annotator's label, and compared with the labels by Pearson and Spearman correlation (×100).
+Annotator agreement is the correlation between the first and the second annotator's labels.
+
+Evaluation only: never fit a model, a threshold or a calibration on this data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..formats.files import write_text
+from ..judge.prefilter import content_terms
+from ..metrics.stats import bootstrap_indices, pearson, percentile_interval, spearman
+from .config import MetaEvalConfig
+from .datasets import HUMAN_LABELS, Instance, read_instances
+
+logger = logging.getLogger(__name__)
+
+OUR_METRICS = ("precision", "recall", "f1")
+SOFT_METRICS = ("soft_precision", "soft_recall", "soft_f1")
+BASELINES = ("rouge_l", "coverage")
+# RAGChecker compares each human dimension with the metric meant to measure it.
+HEADLINE = {"correctness": "precision", "completeness": "recall", "overall": "f1"}
+_TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+
+Scores = dict[str, Sequence[tuple[float, float]]]
+"""Per metric, (model1, model2) values for every instance."""
+
+
+def rouge_l(candidate: str, reference: str) -> float:
+    """ROUGE-L F1 over case-folded word tokens (longest common subsequence); 0.0 if one is empty."""
+    a = _TOKEN_RE.findall(candidate.casefold())
+    b = _TOKEN_RE.findall(reference.casefold())
+    if not a or not b:
+        return 0.0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    lcs = prev[-1]
+    if lcs == 0:
+        return 0.0
+    p, r = lcs / len(a), lcs / len(b)
+    return 2 * p * r / (p + r)
+
+
+def coverage(candidate: str, reference: str) -> float:
+    """Share of the reference's content terms found in the candidate (NaN: no content terms)."""
+    ref = content_terms(reference)
+    if not ref:
+        return math.nan
+    return len(ref & content_terms(candidate)) / len(ref)
+
+
+def normalise_delta(delta: Sequence[float]) -> np.ndarray:
+    """RAGChecker's scaling: undefined values become the median, then min-max to [-2, 2]."""
+    d = np.asarray(delta, dtype=np.float64)
+    if np.all(np.isnan(d)):
+        raise InputError("every prediction is undefined (NaN); nothing to correlate")
+    d = np.where(np.isnan(d), np.nanmedian(d), d)
+    lo, hi = d.min(), d.max()
+    return d if hi == lo else ((d - lo) / (hi - lo) - 0.5) * 4
+
+
+def scaled_deltas(scores: Scores) -> dict[str, np.ndarray]:
+    """Each metric's per-instance prediction: ``metric(model2) - metric(model1)``, scaled."""
+    return {name: normalise_delta([s2 - s1 for s1, s2 in pairs]) for name, pairs in scores.items()}
+
+
+def correlations(instances: Sequence[Instance], scores: Scores) -> dict[str, Any]:
+    """Pearson/Spearman (×100) of each metric's normalised delta with each human label."""
+    # A metric's prediction does not depend on the human label: scale it once, repeated for
+    # each annotator's label of its instance.
+    preds = {
+        name: [delta[i] for i, inst in enumerate(instances) for _ in inst.labels]
+        for name, delta in scaled_deltas(scores).items()
+    }
+    out: dict[str, Any] = {}
+    for label in HUMAN_LABELS:
+        human = [lab[label] for inst in instances for lab in inst.labels]
+        per_metric = {}
+        for name, pred in preds.items():
+            per_metric[name] = {
+                "pearson": round(100 * pearson(pred, human), 2),
+                "spearman": round(100 * spearman(pred, human), 2),
+            }
+        out[label] = per_metric
+    two = [inst for inst in instances if len(inst.labels) >= 2]
+    out["annotator_agreement"] = (
+        {
+            label: {
+                "pearson": round(
+                    100
+                    * pearson([i.labels[0][label] for i in two], [i.labels[1][label] for i in two]),
+                    2,
+                ),
+                "n": len(two),
+            }
+            for label in HUMAN_LABELS
+        }
+        if two
+        else None
+    )
+    return out
+
+
+def bootstrap(
+    instances: Sequence[Instance],
+    scores: Scores,
+    n: int,
+    seed: int = 0,
+    baseline: str = "rouge_l",
+) -> dict[str, dict[str, dict[str, float]]]:
+    """95% percentile intervals of each metric's Pearson (×100) and of its difference to
+    ``baseline``, resampling instances (both annotators' labels travel with their instance;
+    :func:`~ragcheck_local.metrics.stats.bootstrap_indices`).
+
+    A 60-instance sample has a standard error of about 8 Pearson points: two metrics that
+    differ by less than their interval are not told apart by it.
+    """
+    draws = list(bootstrap_indices(len(instances), n, seed))
+    if baseline not in scores:
+        raise InputError(f"baseline {baseline!r} is not among the scores {sorted(scores)}")
+    # Pearson is invariant to the min-max scaling, so scale once on the full sample.
+    preds = scaled_deltas(scores)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for label in HUMAN_LABELS:
+        rows = [(i, lab[label]) for i, inst in enumerate(instances) for lab in inst.labels]
+        owner = np.array([i for i, _ in rows])
+        human = np.array([h for _, h in rows], dtype=np.float64)
+        by_instance = [np.flatnonzero(owner == i) for i in range(len(instances))]
+        samples: dict[str, list[float]] = {m: [] for m in preds}
+        for draw in draws:
+            idx = np.concatenate([by_instance[i] for i in draw])
+            for m, pred in preds.items():
+                samples[m].append(100 * pearson(pred[owner[idx]], human[idx]))
+        base = np.array(samples[baseline])
+        out[label] = {}
+        for m, values in samples.items():
+            v = np.array(values)
+            lo, hi = percentile_interval(v)
+            dlo, dhi = percentile_interval(v - base)
+            out[label][m] = {
+                "low": round(lo, 1),
+                "high": round(hi, 1),
+                f"minus_{baseline}_low": round(dlo, 1),
+                f"minus_{baseline}_high": round(dhi, 1),
+            }
+    return out
+
+
+def engine_scores(
+    instances: Sequence[Instance],
+    config: Any,
+    block: int = 16,
+    on_block: Callable[[int], None] | None = None,
+) -> dict[str, list[tuple[float, float]]]:
+    """Precision, recall and f1 (hard and soft) of both responses of every instance against
+    its gt_answer."""
+    from ..evaluator import Evaluator
+    from ..records import RagItem
+
+    evaluator = Evaluator(config)
+    items = [
+        RagItem(
+            f"{inst.instance_id}/{side + 1}", inst.query, inst.gt_answer, inst.responses[side], ()
+        )
+        for inst in instances
+        for side in (0, 1)
+    ]
+    values: list[dict[str, float]] = []
+    for start in range(0, len(items), block):
+        for result in evaluator.evaluate_block(items[start : start + block]):
+            metrics = result["metrics"]
+            values.append(
+                {
+                    m: math.nan if metrics.get(m) is None else float(metrics[m])
+                    for m in (*OUR_METRICS, *SOFT_METRICS)
+                }
+            )
+        if on_block:
+            on_block(min(start + block, len(items)))
+    return {
+        m: [(values[2 * i][m], values[2 * i + 1][m]) for i in range(len(instances))]
+        for m in (*OUR_METRICS, *SOFT_METRICS)
+    }
+
+
+def baseline_scores(instances: Iterable[Instance]) -> dict[str, list[tuple[float, float]]]:
+    """ROUGE-L F1 and gt_answer content coverage of both responses of every instance."""
+    fns = {"rouge_l": rouge_l, "coverage": coverage}
+    insts = list(instances)
+    return {
+        name: [(fn(i.responses[0], i.gt_answer), fn(i.responses[1], i.gt_answer)) for i in insts]
+        for name, fn in fns.items()
+    }
+
+
+def select(instances: Sequence[Instance], config: MetaEvalConfig) -> list[Instance]:
+    """The instances ``config.ids`` and ``config.limit`` keep; at least 3 (to correlate)."""
+    out = list(instances)
+    if config.ids:
+        wanted = config.id_list
+        known = {inst.instance_id for inst in out}
+        missing = [i for i in wanted if i not in known]
+        if missing:
+            raise InputError(
+                f"instance_id(s) not in {config.data}: {', '.join(missing)}", field="ids"
+            )
+        out = [inst for inst in out if inst.instance_id in set(wanted)]
+    if config.limit:
+        out = out[: config.limit]
+    if len(out) < 3:
+        raise InputError(
+            f"{config.data}: need at least 3 instances to correlate, got {len(out)}",
+            field="instance_id",
+        )
+    return out
+
+
+def meta_evaluate(config: MetaEvalConfig) -> dict[str, Any]:
+    """Score every instance with the engine and the baselines; return the correlations (and
+    bootstrap intervals), written to ``config.out`` when set."""
+    from ..config import build_config, parse_set
+
+    instances = select(read_instances(config.data), config)
+    overrides: dict[str, Any] = {"run.metrics": "precision,recall,f1", "progress": False}
+    if config.model:
+        overrides["nli_model"] = config.model
+    overrides.update(parse_set(config.sets))
+    engine = build_config(config.preset, overrides)
+    logger.info(
+        "%d instances, %d annotator labels; model %s",
+        len(instances),
+        sum(len(i.labels) for i in instances),
+        engine.nli.model_path,
+    )
+    scores = engine_scores(
+        instances,
+        engine,
+        config.block,
+        on_block=lambda n: logger.info("scored %d/%d responses", n, 2 * len(instances)),
+    )
+    scores.update(baseline_scores(instances))
+    result = {
+        "data": str(config.data),
+        "instances": len(instances),
+        "labels": sum(len(i.labels) for i in instances),
+        "model": engine.nli.model_path,
+        "calibrate": engine.nli.calibrate,
+        "correlations": correlations(instances, scores),
+    }
+    if config.bootstrap:
+        result["bootstrap"] = bootstrap(instances, scores, config.bootstrap)
+    if config.out:
+        # json.dumps as before: a constant metric's correlation is NaN, which write_json refuses.
+        write_text(config.out, json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def headline_table(correlations: dict[str, Any]) -> str:
+    """Markdown table (Pearson / Spearman): the engine's matching metric, its soft variant and
+    the baselines against each human label."""
+    lines = [
+        "| human label | engine metric | engine | soft | ROUGE-L | coverage |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, metric in HEADLINE.items():
+        row = correlations[label]
+
+        def cell(name: str, row: dict[str, Any] = row) -> str:
+            return f"{row[name]['pearson']:.1f} / {row[name]['spearman']:.1f}"
+
+        lines.append(
+            f"| {label} | {metric} | {cell(metric)} | {cell('soft_' + metric)} "
+            f"| {cell('rouge_l')} | {cell('coverage')} |"
+        )
+    return "\n".join(lines)
+
+
+def format_result(result: dict[str, Any], resamples: int) -> str:
+    """What the command prints: the headline table, the bootstrap intervals (``resamples``
+    instance resamples) of the headline metrics and the annotator agreement."""
+    lines = [headline_table(result["correlations"])]
+    if "bootstrap" in result:
+        lines.append(f"95% intervals ({resamples} instance resamples), Pearson and minus ROUGE-L:")
+        for label, metric in HEADLINE.items():
+            for name in (metric, "soft_" + metric, "coverage"):
+                b = result["bootstrap"][label][name]
+                lines.append(
+                    f"  {label:12} {name:14} [{b['low']:5.1f}, {b['high']:5.1f}]  "
+                    f"minus ROUGE-L [{b['minus_rouge_l_low']:5.1f}, {b['minus_rouge_l_high']:5.1f}]"
+                )
+    agreement = result["correlations"]["annotator_agreement"]
+    if agreement:
+        lines.append(
+            "annotator agreement (Pearson): "
+            + ", ".join(f"{k} {v['pearson']:.1f}" for k, v in agreement.items())
+        )
+    return "\n".join(lines)

@@ -1,0 +1,482 @@
+"""Judge kinds beside the NLI cross-encoder: how a :class:`~.spec.JudgeSpec` becomes model
+inputs (:class:`TemplateEncoder`) and how the model's outputs become probabilities
+(:func:`load_kind`). :class:`~.checker.NLIChecker` keeps windows, batching, the cache and the
+verdict rules for every kind; what differs per kind lives here.
+
+Every kind ends in the same place: probabilities in the kind's own output order plus the
+canonical column (E=0, N=1, C=2) of each output, so the checker's ``to_canonical`` and the
+verdict rules are shared. A 2-way judge has no Contradiction column.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError, ModelError
+from .backends import Backend
+from .spec import JudgeSpec
+
+logger = logging.getLogger(__name__)
+
+ROLE_COLUMN = {"supported": 0, "unsupported": 1, "contradicted": 2}
+"""Canonical column of each label role."""
+
+
+def model_location(model_path: str) -> tuple[Path, str | None]:
+    """(folder, GGUF file name or None): ``--nli-model`` may name a ``.gguf`` file."""
+    path = Path(model_path)
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return path.parent, path.name
+    return path, None
+
+
+def check_gguf(file: Path) -> None:
+    """A GGUF file starts with the magic ``GGUF``; anything else is refused before loading."""
+    try:
+        with file.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelError(f"cannot read {str(file)!r}: {exc}") from None
+    if magic != b"GGUF":
+        raise ModelError(f"{str(file)!r} is not a GGUF file (magic {magic!r})")
+
+
+class TemplateEncoder:
+    """Model inputs for (premise, claim) pairs rendered through a judge's template.
+
+    The same interface as :class:`~.encoding.PairEncoder` (``encode``, ``pair_length``,
+    ``batch``, ``n_special``): each text is tokenized alone to count tokens and cut windows,
+    and a batch is the rendered strings tokenized whole, so the model sees exactly what its
+    authors' code feeds it. A pair over ``max_length`` (only an over-long claim gets there:
+    windows fit) has its premise cut by tokens, never the template's end or the claim.
+    """
+
+    fast = False
+
+    def __init__(self, tokenizer: Any, spec: JudgeSpec, max_length: int) -> None:
+        self.tokenizer = tokenizer
+        self.spec = spec
+        self.max_length = max_length
+        self.chat = spec.kind == "causal-lm"
+        # A chat template writes its own special tokens; encoders add theirs to the string.
+        self.add_special = not self.chat
+        self.eos = str(getattr(tokenizer, "eos_token", None) or "")
+        if "{eos}" in (spec.template or "") and not self.eos:
+            raise ModelError(
+                f"judge {spec.name!r}: the template uses {{eos}} but the tokenizer has no eos token"
+            )
+        self.names = tuple(tokenizer.model_input_names)
+        self.n_special = len(self._ids([self.render("", "")])[0])
+        if self.n_special + 32 > max_length:
+            raise InputError(
+                f"judge {spec.name!r}: its template and prompt take {self.n_special} tokens, "
+                f"leaving no room for a premise and a claim in {max_length} (raise "
+                "--max-length or shorten the template)",
+                record=spec.origin,
+                field="template",
+            )
+
+    def render(self, premise: str, claim: str) -> str:
+        """The model's input string for one pair."""
+        text = self.spec.render(premise, claim, self.eos)
+        if not self.chat:
+            return text
+        messages = [{"role": "user", "content": text}]
+        if self.spec.system is not None:
+            messages.insert(0, {"role": "system", "content": self.spec.system})
+        return self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
+
+    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+        out = self.tokenizer(list(texts), add_special_tokens=self.add_special, verbose=False)
+        return [list(i) for i in out["input_ids"]]
+
+    def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Token ids of each text without special tokens."""
+        if not texts:
+            return []
+        ids = self.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+        return [np.asarray(i, dtype=np.int64) for i in ids]
+
+    def pair_length(self, a: np.ndarray, b: np.ndarray) -> int:
+        """Length of the pair's rendered input (template tokens counted once)."""
+        return len(a) + len(b) + self.n_special
+
+    def _fit(self, premise: str, claim: str) -> str:
+        """The premise cut by tokens so that the rendered pair fits ``max_length``."""
+        p_ids, c_ids = self.encode([premise, claim])
+        room = self.max_length - self.n_special - len(c_ids) - 2
+        if room <= 0:
+            logger.warning("a %d-token claim leaves no room for its premise", len(c_ids))
+            return ""
+        return str(self.tokenizer.decode(p_ids[:room].tolist(), skip_special_tokens=False))
+
+    def batch(
+        self,
+        texts: Sequence[tuple[str, str]],
+        ids: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """Padded int64 inputs (left padding for causal LMs: the answer token is last)."""
+        rendered = []
+        for i, (premise, claim) in enumerate(texts):
+            length = self.pair_length(*ids[i]) if ids is not None else None
+            if length is not None and length > self.max_length:
+                premise = self._fit(premise, claim)
+            rendered.append(self.render(premise, claim))
+        enc = self.tokenizer(
+            rendered,
+            add_special_tokens=self.add_special,
+            padding=True,
+            return_tensors="np",
+            verbose=False,
+        )
+        out = {
+            k: np.asarray(v, dtype=np.int64)
+            for k, v in enc.items()
+            if k in ("input_ids", "attention_mask")
+        }
+        if out["input_ids"].shape[1] > self.max_length:
+            # The template's tokens at a text boundary can merge differently from the count:
+            # cut the premise once more rather than let the model read past its input.
+            longest = int(out["attention_mask"].sum(1).max())
+            raise ModelError(
+                f"judge {self.spec.name!r}: a rendered input has {longest} tokens, over "
+                f"max_length {self.max_length}; lower the spec's chunk_tokens"
+            )
+        return out
+
+
+def label_token_ids(spec: JudgeSpec, tokenizer: Any, where: str) -> list[int]:
+    """The token id of each label (spec order): words are looked up through the tokenizer and
+    must be one token; ids must be in the vocabulary."""
+    vocab = len(tokenizer)
+    ids: list[int] = []
+    for role, token in spec.label_tokens:
+        field = f"label_tokens.{role}"
+        if isinstance(token, int):
+            if token >= vocab:
+                raise InputError(
+                    f"token id {token} is outside the vocabulary of {vocab}",
+                    record=where,
+                    field=field,
+                )
+            ids.append(token)
+            continue
+        found = tokenizer.encode(token, add_special_tokens=False)
+        if len(found) != 1:
+            pieces = tokenizer.convert_ids_to_tokens(found)
+            raise InputError(
+                f"label word {token!r} is {len(found)} tokens {pieces!r} for this tokenizer, "
+                "not one; pick a single-token word or give its token id",
+                record=where,
+                field=field,
+            )
+        ids.append(int(found[0]))
+    if len(set(ids)) != len(ids):
+        raise InputError(f"two labels share a token id: {ids}", record=where, field="label_tokens")
+    return ids
+
+
+def kind_columns(spec: JudgeSpec) -> tuple[int, ...]:
+    """Canonical column of each output the kind's forward returns."""
+    if spec.kind in ("classifier", "t5-token"):
+        return tuple(0 if i == spec.supported_index else 1 for i in range(2))
+    return tuple(ROLE_COLUMN[role] for role in spec.roles)
+
+
+def base_folder(spec: JudgeSpec, model_dir: Path) -> Path:
+    """The ``t5-token`` base model folder (config and tokenizer)."""
+    if spec.base_model is None:
+        return model_dir
+    base = Path(spec.base_model).expanduser()
+    return base if base.is_absolute() else model_dir / base
+
+
+def check_architecture(spec: JudgeSpec, hf: dict[str, Any], shown: str) -> None:
+    """Refuse a model whose config does not fit the judge's kind (before any weight loads)."""
+    encdec = bool(hf.get("is_encoder_decoder"))
+    archs = " ".join(hf.get("architectures") or [])
+    problem = None
+    if spec.kind == "classifier":
+        labels = hf.get("num_labels") or len(hf.get("id2label") or {}) or None
+        if encdec or "ForSequenceClassification" not in archs:
+            problem = f"expects a sequence classifier, found architectures {archs or 'none'!r}"
+        elif labels not in (None, 2):
+            problem = f"expects 2 outputs (not supported / supported), found {labels}"
+    elif spec.kind == "seq2seq" and not encdec:
+        problem = f"expects an encoder-decoder model, found {hf.get('model_type')!r}"
+    elif spec.kind == "causal-lm" and (encdec or "ForSequenceClassification" in archs):
+        problem = f"expects a causal language model, found architectures {archs or 'none'!r}"
+    elif spec.kind == "t5-token" and hf.get("model_type") not in ("t5", "mt5", "umt5"):
+        problem = f"expects a T5 base config, found model_type {hf.get('model_type')!r}"
+    if problem:
+        raise ModelError(f"judge {spec.name!r} ({spec.kind}) cannot use {shown!r}: {problem}")
+
+
+@dataclass(frozen=True)
+class LoadedKind:
+    """A judge of a non-NLI kind, loaded: the backend, its tokenizer and encoder, and the
+    canonical column of each output."""
+
+    backend: Backend
+    tokenizer: Any
+    encoder: TemplateEncoder
+    columns: tuple[int, ...]
+
+
+def load_tokenizer_for(spec: JudgeSpec, model_path: str, shown: str) -> Any:
+    """The judge's tokenizer, offline (GGUF files carry theirs; ``t5-token`` reads its base
+    model's); causal LMs pad on the left."""
+    from .model_files import load_tokenizer
+
+    folder, gguf = model_location(model_path)
+    if gguf is not None:
+        from transformers import AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(
+                str(folder), gguf_file=gguf, local_files_only=True
+            )
+        except (OSError, ValueError, ImportError) as exc:
+            raise ModelError(f"cannot load the tokenizer of {shown!r}: {exc}") from None
+    elif spec.kind == "t5-token":
+        tokenizer = load_tokenizer(base_folder(spec, folder), f"{shown} ({spec.base_model or '.'})")
+    else:
+        tokenizer = load_tokenizer(folder, shown)
+    if spec.kind == "causal-lm":
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if not getattr(tokenizer, "chat_template", None):
+            raise ModelError(
+                f"judge {spec.name!r}: the tokenizer of {shown!r} has no chat template"
+            )
+    return tokenizer
+
+
+def load_kind(
+    spec: JudgeSpec,
+    model_path: str,
+    shown: str,
+    device: Any,
+    dtype: Any,
+    max_length: int,
+    tokenizer: Any,
+) -> LoadedKind:
+    """Load a ``classifier``, ``seq2seq``, ``causal-lm`` or ``t5-token`` judge (offline, no
+    remote code) as a :class:`Backend` whose forward returns probabilities over its outputs."""
+    import torch
+
+    folder, gguf = model_location(model_path)
+    encoder = TemplateEncoder(tokenizer, spec, max_length)
+    label_ids = label_token_ids(spec, tokenizer, spec.origin) if spec.label_tokens else []
+    model = _load_model(spec, folder, gguf, shown, dtype)
+    model.to(device).eval()
+    index = torch.tensor(label_ids, dtype=torch.long, device=device) if label_ids else None
+    accepted = set(inspect.signature(model.forward).parameters)
+    start = getattr(model.config, "decoder_start_token_id", None)
+    if spec.kind == "seq2seq" and start is None:
+        raise ModelError(f"{shown!r}: config.decoder_start_token_id is not set")
+
+    def forward(enc: dict[str, np.ndarray]) -> np.ndarray:
+        ids = torch.from_numpy(enc["input_ids"]).to(device)
+        mask = torch.from_numpy(enc["attention_mask"]).to(device)
+        with torch.inference_mode():
+            if spec.kind == "classifier":
+                logits = model(input_ids=ids, attention_mask=mask).logits
+            elif spec.kind == "t5-token":
+                logits = model(input_ids=ids, attention_mask=mask).logits[:, 0, :]
+            elif spec.kind == "seq2seq":
+                dec = torch.full((ids.shape[0], 1), int(start), dtype=torch.long, device=device)
+                logits = model(input_ids=ids, attention_mask=mask, decoder_input_ids=dec).logits[
+                    :, 0, index
+                ]
+            else:
+                # Left padding: positions count real tokens only, so a pair's scores do not
+                # depend on how long the other pairs of its batch are.
+                kwargs: dict[str, Any] = {"position_ids": (mask.cumsum(-1) - 1).clamp(min=0)}
+                if "logits_to_keep" in accepted:
+                    kwargs["logits_to_keep"] = 1  # only the answer position's logits
+                logits = model(input_ids=ids, attention_mask=mask, **kwargs).logits[:, -1, index]
+        return logits.float().softmax(-1).cpu().numpy()
+
+    return LoadedKind(
+        Backend(forward, ("input_ids", "attention_mask"), model),
+        tokenizer,
+        encoder,
+        kind_columns(spec),
+    )
+
+
+def _load_model(spec: JudgeSpec, folder: Path, gguf: str | None, shown: str, dtype: Any) -> Any:
+    from safetensors import SafetensorError
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForSeq2SeqLM,
+        AutoModelForSequenceClassification,
+    )
+
+    if spec.kind == "t5-token":
+        return _load_t5_token(spec, folder, shown, dtype)
+    cls = {
+        "classifier": AutoModelForSequenceClassification,
+        "seq2seq": AutoModelForSeq2SeqLM,
+        "causal-lm": AutoModelForCausalLM,
+    }[spec.kind]
+    extra = {"gguf_file": gguf} if gguf is not None else {}
+    try:
+        return cls.from_pretrained(str(folder), local_files_only=True, dtype=dtype, **extra)
+    except (OSError, ValueError, RuntimeError, ImportError, SafetensorError) as exc:
+        raise ModelError(
+            f"cannot load judge {spec.name!r} ({spec.kind}) from {shown!r}: {exc}"
+        ) from None
+
+
+def _load_t5_token(spec: JudgeSpec, folder: Path, shown: str, dtype: Any) -> Any:
+    """HHEM-style: ``T5ForTokenClassification`` from the base config (2 labels), weights from
+    the judge's safetensors (a ``t5.`` prefix, as HHEM stores them, is removed)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, T5ForTokenClassification
+
+    from .weights import weight_files
+
+    base = base_folder(spec, folder)
+    try:
+        config = AutoConfig.from_pretrained(str(base), local_files_only=True, num_labels=2)
+    except (OSError, ValueError) as exc:
+        raise ModelError(
+            f"cannot read the base config of {shown!r} at {str(base)!r}: {exc}"
+        ) from None
+    files = [f for f in weight_files(folder) if f.suffix == ".safetensors"]
+    if not files:
+        raise ModelError(
+            f"{shown!r}: a t5-token judge needs .safetensors weights (never unpickled)"
+        )
+    state: dict[str, Any] = {}
+    try:
+        for file in files:
+            state.update(load_file(str(file)))
+    except (OSError, SafetensorError) as exc:
+        raise ModelError(f"cannot read the weights of {shown!r}: {exc}") from None
+    state = {(k[3:] if k.startswith("t5.") else k): v for k, v in state.items()}
+    model = T5ForTokenClassification(config)
+    tied = {
+        "encoder.embed_tokens.weight",
+        "decoder.embed_tokens.weight",
+        "transformer.encoder.embed_tokens.weight",
+    }
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k not in tied]
+    if missing or unexpected:
+        raise ModelError(
+            f"the weights of {shown!r} do not fit a T5 token classifier of its base config: "
+            f"missing {missing[:3]}, unexpected {list(unexpected)[:3]}"
+        )
+    return model.to(dtype)
+
+
+def resolve_judge_path(spec: JudgeSpec, model: str) -> str:
+    """The judge's weights: a model folder, or a ``.gguf`` file for a ``causal-lm`` judge."""
+    from .model_files import resolve_model_path
+
+    path = Path(model).expanduser()
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        if spec.kind != "causal-lm":
+            raise ModelError(f"{model!r} is a GGUF file; only a causal-lm judge loads GGUF files")
+        check_gguf(path)
+        return str(path)
+    if spec.kind == "t5-token" and path.is_dir() and not (path / "config.json").is_file():
+        return str(path)  # the config is the base model's (checked by judge_config)
+    return resolve_model_path(model)
+
+
+def judge_config(spec: JudgeSpec, model_path: str, shown: str) -> dict[str, Any]:
+    """The model config a judge of ``spec``'s kind reads (GGUF metadata, or the base model's
+    for ``t5-token``), checked against the kind."""
+    import json
+
+    folder, gguf = model_location(model_path)
+    if gguf is not None:
+        from transformers import AutoConfig
+
+        try:
+            hf = AutoConfig.from_pretrained(str(folder), gguf_file=gguf, local_files_only=True)
+        except (OSError, ValueError, ImportError) as exc:
+            raise ModelError(f"cannot read the GGUF model {shown!r}: {exc}") from None
+        data = hf.to_dict()
+    else:
+        file = (base_folder(spec, folder) if spec.kind == "t5-token" else folder) / "config.json"
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot read {str(file)!r} for judge {spec.name!r}: {exc}") from None
+        if not isinstance(data, dict):
+            raise ModelError(f"{str(file)!r} must hold a JSON object")
+    check_architecture(spec, data, shown)
+    return data
+
+
+def judge_max_length(config: Any, spec: JudgeSpec, hf: dict[str, Any], tokenizer: Any) -> int:
+    """Input tokens of a judge: ``--max-length`` (at most the model's position limit), else
+    the spec's ``max_length`` (capped at that limit), else the model's limit, at most 512.
+    T5 models have relative positions: no hard limit, the tokenizer's length is a default."""
+    from .model_files import input_limit
+
+    relative = hf.get("model_type") in ("t5", "mt5", "umt5")
+    positions = None if relative else hf.get("max_position_embeddings")
+    hard = input_limit(None, positions, hf.get("model_type")) if positions else None
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    if config.max_length is not None:
+        if hard is not None and config.max_length > hard:
+            raise InputError(
+                f"{config.max_length} exceeds the model's limit of {hard}", field="max_length"
+            )
+        return int(config.max_length)
+    if spec.max_length is not None:
+        return min(spec.max_length, hard) if hard is not None else spec.max_length
+    soft = input_limit(tok_limit, positions, hf.get("model_type"))
+    return min(soft, 512)
+
+
+def preflight_kind(spec: JudgeSpec, config: Any) -> tuple[str, dict[str, Any], int, Any]:
+    """Everything about a non-NLI judge that can be checked without loading its weights:
+    its files and kind, tokenizer and chat template, label tokens, the input length.
+    Returns (resolved path, model config, max_length, tokenizer)."""
+    from .weights import check_weights
+
+    if config.model is None:
+        raise InputError(
+            f"the {spec.kind} judge {spec.name!r} needs its weights: --nli-model PATH "
+            f"({spec.source})",
+            field="--nli-model",
+        )
+    if config.backend == "onnx":
+        raise InputError(
+            f"the {spec.kind} judge {spec.name!r} runs on torch only", field="nli.backend"
+        )
+    if config.calibration is not None:
+        raise InputError(
+            f"calibrated heads are fitted on an NLI model's outputs; the {spec.kind} judge "
+            f"{spec.name!r} takes none",
+            field="nli.calibration",
+        )
+    path = resolve_judge_path(spec, config.model_path)
+    hf = judge_config(spec, path, config.model_path)
+    folder, gguf = model_location(path)
+    if gguf is None:
+        check_weights(folder)
+    tokenizer = load_tokenizer_for(spec, path, config.model_path)
+    if spec.label_tokens:
+        label_token_ids(spec, tokenizer, spec.origin)
+    max_length = judge_max_length(config, spec, hf, tokenizer)
+    TemplateEncoder(tokenizer, spec, max_length)
+    return path, hf, max_length, tokenizer
