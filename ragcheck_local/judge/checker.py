@@ -28,7 +28,6 @@ from .embedding import Embedder
 from .encoding import PairEncoder
 from .kinds import TemplateEncoder, load_kind, preflight_kind
 from .model_files import (
-    SAFETY_TOKENS,
     backend_dtype,
     input_limit,
     label_columns,
@@ -40,6 +39,7 @@ from .model_files import (
 )
 from .spec import load_spec
 from .verdicts import NEUTRAL_PROBS, Probs, combine, verdict_of
+from .windows import Windower
 
 logger = logging.getLogger(__name__)
 
@@ -136,12 +136,18 @@ class NLIChecker:
             self.max_length = self._max_length(hf_config)
             self.n_special = self.tokenizer.num_special_tokens_to_add(pair=True)
             self.encoder = PairEncoder(self.tokenizer, self.max_length)
-        self._has_offsets = bool(getattr(self.tokenizer, "is_fast", False))
         if sentence_spans is None:
             from ..claims import Segmenter
 
             sentence_spans = Segmenter("auto").sentence_spans
-        self._sentence_spans = sentence_spans
+        self.windower = Windower(
+            self.tokenizer,
+            sentence_spans,
+            max_length=self.max_length,
+            n_special=self.n_special,
+            overlap=config.window_overlap,
+            chunk_tokens=self.spec.chunk_tokens,
+        )
         # Dedupe across the whole run (not only within one block) unless told otherwise.
         run_wide = MemoryCache() if dedupe_across_calls else None
         self.cache: ProbCache | None = run_wide if cache is None else cache
@@ -242,12 +248,6 @@ class NLIChecker:
         return backend.forward
 
     # -- scoring -------------------------------------------------------------------------------
-
-    def _count_tokens(self, texts: Sequence[str]) -> list[int]:
-        if not texts:
-            return []
-        enc = self.tokenizer(list(texts), add_special_tokens=False)
-        return [len(ids) for ids in enc["input_ids"]]
 
     def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
         """Indices grouped into token-budget batches over length-sorted pairs."""
@@ -394,39 +394,13 @@ class NLIChecker:
 
     def windows(self, premise: str, claim_tokens: int) -> list[tuple[int, int]]:
         """Sentence-aligned, overlapping character windows of ``premise`` that fit the model
-        next to a claim of ``claim_tokens`` tokens."""
-        budget = self._budget(claim_tokens)
-        units = self._units(premise, budget)
-        total = sum(n for _, _, n in units)
-        if total <= budget:
-            return [(0, len(premise))]
-        windows: list[tuple[int, int]] = []
-        start = 0
-        while start < len(units):
-            used = 0
-            end = start
-            while end < len(units) and (end == start or used + units[end][2] <= budget):
-                used += units[end][2]
-                end += 1
-            windows.append((units[start][0], units[end - 1][1]))
-            if end >= len(units):
-                break
-            start = max(start + 1, end - self.config.window_overlap)
-        return windows
+        next to a claim of ``claim_tokens`` tokens (:meth:`Windower.windows`)."""
+        return self.windower.windows(premise, claim_tokens)
 
     def evidence_candidates(self, premise: str, claim_tokens: int) -> list[tuple[int, int]]:
-        """Sentence-level evidence of ``premise``: each sentence and each adjacent pair of
-        sentences that fits the model next to a claim of ``claim_tokens`` tokens (a sentence
-        too long for the model comes as token pieces, like a window's units)."""
-        budget = self._budget(claim_tokens)
-        units = self._units(premise, budget)
-        spans = [(s, e) for s, e, _ in units]
-        spans += [
-            (units[i][0], units[i + 1][1])
-            for i in range(len(units) - 1)
-            if units[i][2] + units[i + 1][2] <= budget
-        ]
-        return spans
+        """Each sentence and adjacent sentence pair of ``premise`` that fits next to the
+        claim (:meth:`Windower.sentence_candidates`)."""
+        return self.windower.sentence_candidates(premise, claim_tokens)
 
     def _evidence(
         self, pairs: Sequence[tuple[str, str]], longest: Mapping[str, int]
@@ -465,40 +439,6 @@ class NLIChecker:
             self.embedder = Embedder(self.config.embedding_model, str(self.device))
         return self.embedder
 
-    def _budget(self, claim_tokens: int) -> int:
-        """Premise tokens that fit next to a claim of ``claim_tokens`` tokens."""
-        budget = self.max_length - self.n_special - SAFETY_TOKENS - claim_tokens
-        budget = max(budget, self.max_length // 2)
-        # A judge trained on chunks of a given size reads premises in chunks of that size.
-        return budget if self.spec.chunk_tokens is None else min(budget, self.spec.chunk_tokens)
-
-    def _units(self, premise: str, budget: int) -> list[tuple[int, int, int]]:
-        """(start, end, tokens) per sentence; sentences over ``budget`` split by tokens."""
-        spans = self._sentence_spans(premise) or [(0, len(premise))]
-        units: list[tuple[int, int, int]] = []
-        if self._has_offsets:
-            enc = self.tokenizer(
-                premise, add_special_tokens=False, return_offsets_mapping=True, verbose=False
-            )
-            offsets = [tuple(o) for o in enc["offset_mapping"]]
-        else:
-            offsets = []
-        for s, e in spans:
-            if offsets:
-                toks = [(a, b) for a, b in offsets if s <= a < e]
-            else:
-                toks = [(s, e)] * self._count_tokens([premise[s:e]])[0]
-            if len(toks) <= budget or not offsets:
-                units.append((s, e, max(len(toks), 1)))
-                continue
-            # An over-long "sentence" (a table, a list without punctuation): token pieces,
-            # each half a window so packing still overlaps them.
-            piece = max(budget // 2, 1)
-            for k in range(0, len(toks), piece):
-                part = toks[k : k + piece]
-                units.append((part[0][0], part[-1][1], len(part)))
-        return units
-
     def check(
         self,
         pairs: Sequence[tuple[str, str]],
@@ -518,7 +458,7 @@ class NLIChecker:
         premise_ids = self.encoder.encode(premises) if premises else []
         premise_windows: dict[str, list[tuple[int, int]]] = {}
         for premise, ids in zip(premises, premise_ids, strict=True):
-            if len(ids) <= self._budget(longest[premise]):
+            if len(ids) <= self.windower.budget(longest[premise]):
                 # Fits next to its longest claim: one window, no sentence splitting needed.
                 premise_windows[premise] = [(0, len(premise))]
                 token_ids[premise] = ids

@@ -322,3 +322,17 @@ def test_the_judges_command_lists_every_preset_with_its_kind() -> None:
         assert line.split()[:2] == [spec.name, spec.kind]
     one = CliRunner().invoke(main, ["judges", "minicheck-flan-t5"])
     assert json.loads(one.output)["label_tokens"] == {"supported": 209, "unsupported": 3}
+
+
+def test_recompute_keeps_a_two_way_judges_contradiction_metrics_unavailable(
+    tmp_path: Path, models: dict[str, Path]
+) -> None:
+    assert _run(tmp_path, models, "hhem").exit_code == 0
+    out = pipeline.recompute(tmp_path / "out.json", tmp_path / "re.json")
+    assert out["metrics"]["extra"]["contradiction_rate"] is None
+    assert all(r["metrics"]["unsupported_rate"] is None for r in out["results"])
+    # A 3-way output keeps its numbers.
+    (tmp_path / "nli").mkdir()
+    assert _run(tmp_path / "nli", models, "nli").exit_code == 0
+    out3 = pipeline.recompute(tmp_path / "nli" / "out.json", tmp_path / "re3.json")
+    assert out3["metrics"]["extra"]["contradiction_rate"] is not None
