@@ -245,6 +245,16 @@ def train(**options: Any) -> None:
 )  # fmt: skip
 @click.option("--evidence-k", type=int, default=_default(CalibrateConfig, "evidence_k"))
 @click.option("--json", "json_out", type=_FILE, default=None, help="Also write the report here.")
+@click.option(
+    "--support", default=_default(CalibrateConfig, "support"), show_default=True,
+    metavar="PREFIX",
+    help="Fit the support map (isotonic: the head's P(Entailment) -> share entailed, what the "
+    "soft metrics read) on the calibration set whose name starts with PREFIX; '' for none.",
+)  # fmt: skip
+@click.option(
+    "--keep-head", is_flag=True,
+    help="Keep the model's verdict head (verdicts unchanged); fit only the support map.",
+)  # fmt: skip
 def calibrate(model: str | None, set_weight: tuple[str, ...], **options: Any) -> None:
     """Fit a model's calibrated verdict head on dev data (Factcheck-GPT and LingNLI
     calibration halves, SICK trial, SNLI validation) and report it on every set."""

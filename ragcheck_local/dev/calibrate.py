@@ -48,9 +48,13 @@ from ..judge.calibration import (
     METADATA_FILE,
     TEXT_FEATURES,
     Calibration,
+    expected_calibration_error,
     feature_matrix,
+    fit_isotonic,
     fit_logistic,
+    load_calibration,
     read_model_metadata,
+    reliability_table,
 )
 from ..judge.checker import NLIChecker, NLIConfig
 from ..judge.embedding import Embedder
@@ -255,6 +259,65 @@ def calibrate(config: CalibrateConfig) -> CalibrationResult:
         config.evidence,
         config.evidence_k,
     )
+    if config.keep_head:
+        kept = load_calibration(config.model)
+        if kept is None:
+            raise RagcheckError(f"--keep-head: {config.model} ships no verdict head to keep")
+        head, gate = dataclasses.replace(kept, support_map=None, support_fitted_on=""), None
+    else:
+        head, gate = _fit_head(config, calib_sets, feats)
+    if config.support:
+        head = _fit_support(head, config.support, calib_sets, feats)
+    report: dict[str, dict[str, dict[str, Any]]] = {}
+    for d in [*calib_sets, *report_sets]:
+        gold = np.asarray(d.labels)
+        f = feats[d.name]
+        argmax = f[:, :3].argmax(axis=1)
+        calibrated = head_predictions(head, f)
+        report[d.name] = {"argmax": scores(argmax, gold), "calibrated": scores(calibrated, gold)}
+        p = head_entailment(head, f)
+        hit = gold == VERDICTS.index("Entailment")
+        report[d.name]["support"] = {
+            "ece_head": round(expected_calibration_error(p, hit), 4),
+            "ece_support": round(expected_calibration_error(head.support(p), hit), 4),
+            "reliability": reliability_table(head.support(p), hit),
+        }
+    return _write(config, head, report, gate)
+
+
+def head_entailment(head: Calibration, feats: np.ndarray) -> np.ndarray:
+    """The head's P(Entailment) for feature rows (softmax of its logits)."""
+    logits = head.scores(feats)
+    logits -= logits.max(axis=1, keepdims=True)
+    odds = np.exp(logits)
+    return odds[:, 0] / odds.sum(axis=1)
+
+
+def _fit_support(
+    head: Calibration, prefix: str, calib_sets: Sequence[DevSet], feats: dict[str, np.ndarray]
+) -> Calibration:
+    """The head with an isotonic support map fitted on the calibration set named ``prefix``
+    (one set: "70% means 70%" depends on the data's base rate; Factcheck-GPT is the closest
+    to RAG checking)."""
+    chosen = [d for d in calib_sets if d.name.startswith(prefix)]
+    if not chosen:
+        names = ", ".join(d.name for d in calib_sets)
+        raise RagcheckError(f"--support {prefix!r} names no calibration set ({names})")
+    fit = chosen[0]
+    hit = np.asarray(fit.labels) == VERDICTS.index("Entailment")
+    knots = fit_isotonic(head_entailment(head, feats[fit.name]), hit.astype(float))
+    return dataclasses.replace(
+        head,
+        support_map=knots,
+        support_fitted_on=f"isotonic regression of entailed (0/1) on the head's P(Entailment), "
+        f"{fit.name} ({len(fit.labels)} pairs)",
+    )
+
+
+def _fit_head(
+    config: CalibrateConfig, calib_sets: Sequence[DevSet], feats: dict[str, np.ndarray]
+) -> tuple[Calibration, dict[str, Any] | None]:
+    """The logistic verdict head (and its contradiction gate) fitted on the calibration sets."""
     used = FEATURES if config.similarity else TEXT_FEATURES
     columns = [FEATURES.index(f) for f in used]
     x = np.concatenate([feats[d.name][:, columns] for d in calib_sets])
@@ -295,13 +358,16 @@ def calibrate(config: CalibrateConfig) -> CalibrationResult:
             f"{unrelated.name} neutral rate reaches {config.contradiction_gate:g}",
         )
 
-    report: dict[str, dict[str, dict[str, Any]]] = {}
-    for d in [*calib_sets, *report_sets]:
-        gold = np.asarray(d.labels)
-        f = feats[d.name]
-        argmax = f[:, :3].argmax(axis=1)
-        calibrated = head_predictions(head, f)
-        report[d.name] = {"argmax": scores(argmax, gold), "calibrated": scores(calibrated, gold)}
+    return head, gate
+
+
+def _write(
+    config: CalibrateConfig,
+    head: Calibration,
+    report: dict[str, dict[str, dict[str, Any]]],
+    gate: dict[str, Any] | None,
+) -> CalibrationResult:
+    """Write the files the config asks for; the result."""
     written: list[Path] = []
     if config.json_out:
         write_json(config.json_out, {"report": report, **head.to_dict()})
@@ -323,7 +389,8 @@ def _pct(value: float | None) -> str:
 
 
 def format_report(result: CalibrationResult) -> str:
-    """One line per set: accuracy and entailment-vs-rest balanced accuracy, argmax -> head."""
+    """One line per set: accuracy and entailment-vs-rest balanced accuracy (argmax -> head), and
+    the expected calibration error of the support (head P(Entailment) -> support map)."""
     lines = []
     if result.gate is not None:
         g = result.gate
@@ -336,6 +403,8 @@ def format_report(result: CalibrationResult) -> str:
             f"{name:24s} n={r['argmax']['n']:5d}  "
             f"acc {100 * r['argmax']['acc']:5.1f} -> {100 * r['calibrated']['acc']:5.1f}  "
             f"bal_acc(E) {_pct(r['argmax']['bal_acc_entailment'])} -> "
-            f"{_pct(r['calibrated']['bal_acc_entailment'])}"
+            f"{_pct(r['calibrated']['bal_acc_entailment'])}  "
+            f"support ECE {100 * r['support']['ece_head']:4.1f} -> "
+            f"{100 * r['support']['ece_support']:4.1f}"
         )
     return "\n".join(lines)

@@ -184,6 +184,11 @@ class CalibrateConfig:
     evidence: Evidence = "windows"
     evidence_k: int = 4
     json_out: Path | None = None
+    support: str = "factcheck"
+    """Name prefix of the calibration set the support map is fitted on (isotonic: head
+    P(Entailment) → share entailed); empty: no support map."""
+    keep_head: bool = False
+    """Keep the model's current verdict head and fit only the support map (verdicts unchanged)."""
 
     def __post_init__(self) -> None:
         _choice("evidence", self.evidence, EVIDENCE)

@@ -36,6 +36,7 @@ Pure numpy; no torch, no spaCy.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -176,6 +177,12 @@ class Calibration:
     """Where the head was fitted (free text, for the manifest and the model card)."""
     contradiction_min_similarity: float | None = None
     """A Contradiction window less similar to its claim than this is Neutral (None: no gate)."""
+    support_map: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    """Knots (x, y) of an isotonic map from the head's P(Entailment) to the share of such
+    claims that are entailed on dev data (linear between knots, flat outside): the support the
+    soft metrics read. Verdicts never read it. None: the head's P(Entailment) as it is."""
+    support_fitted_on: str = ""
+    """Where the support map was fitted (free text)."""
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.features if f not in FEATURES]
@@ -191,6 +198,20 @@ class Calibration:
                 "calibration: contradiction_min_similarity must be a cosine in [-1, 1], "
                 f"found {gate!r}"
             )
+        if self.support_map is not None:
+            x, y = self.support_map
+            ok = len(x) == len(y) >= 2 and all(
+                math.isfinite(v) and 0.0 <= v <= 1.0 for v in (*x, *y)
+            )
+            if (
+                not ok
+                or any(b < a for a, b in itertools.pairwise(x))
+                or any(b < a for a, b in itertools.pairwise(y))
+            ):
+                raise ModelError(
+                    "calibration: support_map must be two equally long, non-decreasing lists "
+                    "of at least 2 numbers in [0, 1]"
+                )
 
     @property
     def reads_similarity(self) -> bool:
@@ -207,6 +228,13 @@ class Calibration:
         if self.contradiction_min_similarity is None:
             return list(verdicts)
         return unrelated_to_neutral(verdicts, similarity, self.contradiction_min_similarity)
+
+    def support(self, p_entailment: np.ndarray) -> np.ndarray:
+        """The support of each pair: the head's P(Entailment) through :attr:`support_map`."""
+        if self.support_map is None:
+            return p_entailment
+        x, y = self.support_map
+        return np.interp(p_entailment, x, y)
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """Logits (n, 3) for rows of :data:`FEATURES`."""
@@ -256,16 +284,30 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the ``calibration`` section of ``ragcheck.json``)."""
-        return {
-            "kind": "logistic",
-            "features": list(self.features),
-            "labels": list(VERDICTS),
-            "weights": [list(r) for r in self.weights],
-            "fitted_on": self.fitted_on,
-        } | (
-            {}
-            if self.contradiction_min_similarity is None
-            else {"contradiction_min_similarity": self.contradiction_min_similarity}
+        return (
+            {
+                "kind": "logistic",
+                "features": list(self.features),
+                "labels": list(VERDICTS),
+                "weights": [list(r) for r in self.weights],
+                "fitted_on": self.fitted_on,
+            }
+            | (
+                {}
+                if self.contradiction_min_similarity is None
+                else {"contradiction_min_similarity": self.contradiction_min_similarity}
+            )
+            | (
+                {}
+                if self.support_map is None
+                else {
+                    "support_map": {
+                        "x": list(self.support_map[0]),
+                        "y": list(self.support_map[1]),
+                        "fitted_on": self.support_fitted_on,
+                    }
+                }
+            )
         )
 
     @classmethod
@@ -298,11 +340,27 @@ class Calibration:
                 f"{source}: calibration contradiction_min_similarity must be a number, "
                 f"found {gate!r}"
             )
+        support = data.get("support_map")
+        support_map = None
+        if support is not None:
+            knots = [support.get(k) if isinstance(support, Mapping) else None for k in "xy"]
+            if not all(
+                isinstance(k, list)
+                and all(isinstance(v, int | float) and not isinstance(v, bool) for v in k)
+                for k in knots
+            ):
+                raise ModelError(
+                    f"{source}: calibration support_map must be {{'x': [...], 'y': [...]}} "
+                    "of numbers"
+                )
+            support_map = tuple(tuple(float(v) for v in k) for k in knots)
         return cls(
             weights=tuple(tuple(float(w) for w in r) for r in weights),
             features=tuple(features),
             fitted_on=str(data.get("fitted_on", "")),
             contradiction_min_similarity=None if gate is None else float(gate),
+            support_map=support_map,  # type: ignore[arg-type]
+            support_fitted_on=str(support.get("fitted_on", "")) if support else "",
         )
 
 
@@ -397,3 +455,76 @@ def fit_logistic(
         v = 0.999 * v + 0.001 * grad**2
         theta -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
     return theta
+
+
+def fit_isotonic(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, *, digits: int = 4
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Weighted isotonic (non-decreasing) regression of ``y`` on ``x`` by pool-adjacent-
+    violators: the knots (x, y) of the fitted step function, each block's first and last x
+    at the block's weighted mean (rounded to ``digits``; rounding keeps the order)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=np.float64)
+    if x.ndim != 1 or len(x) != len(y) or len(x) != len(w) or len(x) < 2:
+        raise ValueError(f"isotonic fit needs matching 1-d arrays of 2 or more, found {len(x)}")
+    order = np.argsort(x, kind="stable")
+    blocks: list[list[float]] = []  # [weighted sum, weight, first x, last x]
+    for i in order:
+        blocks.append([w[i] * y[i], w[i], x[i], x[i]])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            last = blocks.pop()
+            blocks[-1][0] += last[0]
+            blocks[-1][1] += last[1]
+            blocks[-1][3] = last[3]
+    merged: list[tuple[float, float, float]] = []  # (value, first x, last x)
+    for total, weight, lo, hi in blocks:
+        value = round(total / weight, digits)
+        if merged and merged[-1][0] == value:  # equal neighbours: one flat piece
+            merged[-1] = (value, merged[-1][1], hi)
+        else:
+            merged.append((value, lo, hi))
+    xs: list[float] = []
+    ys: list[float] = []
+    for value, lo, hi in merged:
+        for knot in dict.fromkeys((round(float(lo), digits), round(float(hi), digits))):
+            xs.append(knot)
+            ys.append(value)
+    if len(xs) == 1:  # one block: a flat map
+        xs, ys = [0.0, 1.0], [ys[0], ys[0]]
+    return tuple(xs), tuple(ys)
+
+
+def expected_calibration_error(p: np.ndarray, hit: np.ndarray, bins: int = 10) -> float:
+    """Mean |predicted − observed| over equal-width probability bins, weighted by bin size."""
+    p = np.asarray(p, dtype=np.float64)
+    hit = np.asarray(hit, dtype=np.float64)
+    if len(p) == 0:
+        raise ValueError("expected calibration error of no predictions")
+    index = np.minimum((p * bins).astype(int), bins - 1)
+    total = 0.0
+    for b in range(bins):
+        m = index == b
+        if m.any():
+            total += m.sum() * abs(p[m].mean() - hit[m].mean())
+    return float(total / len(p))
+
+
+def reliability_table(p: np.ndarray, hit: np.ndarray, bins: int = 10) -> list[dict[str, float]]:
+    """Per non-empty bin: its range, pairs, mean predicted support and observed rate."""
+    p = np.asarray(p, dtype=np.float64)
+    hit = np.asarray(hit, dtype=np.float64)
+    index = np.minimum((p * bins).astype(int), bins - 1)
+    rows = []
+    for b in range(bins):
+        m = index == b
+        if m.any():
+            rows.append(
+                {
+                    "bin": f"{b / bins:.1f}-{(b + 1) / bins:.1f}",
+                    "pairs": int(m.sum()),
+                    "predicted": round(float(p[m].mean()), 3),
+                    "observed": round(float(hit[m].mean()), 3),
+                }
+            )
+    return rows

@@ -495,7 +495,8 @@ class NLIChecker:
             if head.contradiction_min_similarity is not None:
                 gate_sims = self._contradiction_similarity(flat, window_verdicts, similarity)
                 window_verdicts = head.gate(window_verdicts, gate_sims)
-            entail = calibrated[:, 0]
+            # The support the soft metrics read; verdicts above were decided without it.
+            entail = head.support(calibrated[:, 0])
         results = []
         for spans, (first, count) in zip(pair_spans, owners, strict=True):
             parts = [tuple(float(x) for x in row) for row in probs[first : first + count]]
