@@ -5,52 +5,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers import BENCH_ITEMS, count_lines, evaluate_process, write_bench_input
 from tiny_models import build_nli_model
 
-from ragcheck_local.dev.bench_memory import write_input
 from ragcheck_local.pipeline import output_paths
 
-ROOT = Path(__file__).resolve().parents[1]
-N_ITEMS = 400
 BLOCK = 4
-
-
-def _write_input(path: Path) -> None:
-    """The memory benchmark's generated JSONL (short items, one chunk each)."""
-    write_input(path, N_ITEMS)
-
-
-def _cli(src: Path, out: Path, model: Path, preset: Path, *extra: str) -> subprocess.Popen:
-    cmd = [
-        sys.executable,
-        "-c",
-        "from ragcheck_local.cli import main; main()",
-        "evaluate",
-        "-i",
-        str(src),
-        "-o",
-        str(out),
-        "--nli-model",
-        str(model),
-        "--config",
-        str(preset),
-        "--quiet",
-        *extra,
-    ]
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    }
-    return subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
 
 
 def _finished_items(checkpoint: Path) -> int:
@@ -65,17 +29,10 @@ def _finished_items(checkpoint: Path) -> int:
     return n
 
 
-def _lines(path: Path) -> int:
-    try:
-        return path.read_bytes().count(b"\n")
-    except FileNotFoundError:
-        return 0
-
-
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     model = build_nli_model(tmp_path / "model", "bert", max_length=64)
     src = tmp_path / "in.jsonl"
-    _write_input(src)
+    write_bench_input(src)
     preset = tmp_path / "preset.yaml"
     preset.write_text(
         f"device: cpu\nlang: en\nblock_size: {BLOCK}\nbatch_size: 16\n", encoding="utf-8"
@@ -86,11 +43,11 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
     ref_out.parent.mkdir()
     checkpoint = output_paths(killed_out)["checkpoint"]
 
-    reference = _cli(src, ref_out, model, preset)
-    victim = _cli(src, killed_out, model, preset)
+    reference = evaluate_process(src, ref_out, model, preset)
+    victim = evaluate_process(src, killed_out, model, preset)
     deadline = time.monotonic() + 600  # a loaded CI machine can take minutes to start
     # header + at least two finished blocks, then kill -9 wherever it is
-    while _lines(checkpoint) < 3 and victim.poll() is None and time.monotonic() < deadline:
+    while count_lines(checkpoint) < 3 and victim.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     if victim.poll() is not None:
         pytest.fail(f"run ended before it could be killed: {victim.communicate()[1][-2000:]}")
@@ -99,12 +56,12 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
     assert victim.returncode == -signal.SIGKILL
     assert not killed_out.exists(), "an interrupted run must not leave a final output"
     finished = _finished_items(checkpoint)
-    assert 0 < finished < N_ITEMS
+    assert 0 < finished < BENCH_ITEMS
 
-    resumed = _cli(src, killed_out, model, preset, "--resume")
+    resumed = evaluate_process(src, killed_out, model, preset, "--resume")
     _, err = resumed.communicate(timeout=180)
     assert resumed.returncode == 0, err[-2000:]
-    assert f"resuming: {finished} of {N_ITEMS} item(s) already finished" in err
+    assert f"resuming: {finished} of {BENCH_ITEMS} item(s) already finished" in err
     _, err = reference.communicate(timeout=180)
     assert reference.returncode == 0, err[-2000:]
 
@@ -116,7 +73,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> Non
     ref_manifest = json.loads(output_paths(ref_out)["manifest"].read_text(encoding="utf-8"))
     counts = manifest["counts"]
     assert counts["resumed"] == finished  # finished items were read back, not redone
-    assert counts["items"] == N_ITEMS
+    assert counts["items"] == BENCH_ITEMS
     assert ref_manifest["counts"]["resumed"] == 0
     assert counts["pairs_this_run"] < ref_manifest["counts"]["pairs_this_run"]  # only the rest
     assert counts["pairs"] == ref_manifest["counts"]["pairs"]  # the manifest covers every item

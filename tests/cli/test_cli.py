@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_pipeline import ITEMS, write_input
+from helpers import ITEMS, write_input
 
 from ragcheck_local.cli import main
 

@@ -509,7 +509,7 @@ def test_setup_sh_does_nothing_when_up_to_date() -> None:
     import sys
     import time
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     venv = Path(sys.prefix)
     stamp = venv / ".ragcheck_setup_stamp"
     if not stamp.is_file():

@@ -5,55 +5,15 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, SHARED_DATA, require_shared
+from helpers import ITEMS, evaluate_items, write_input
 
 from ragcheck_local.config import build_config
 from ragcheck_local.errors import InputError
 from ragcheck_local.pipeline import evaluate, in_shard, merge, output_paths, recompute
 
-ITEMS = [
-    {
-        "query_id": "a",
-        "query": "what is the nile?",
-        "gt_answer": "the nile is the longest river. the nile flows into the sea.",
-        "response": "the nile is the longest river. the nile is in paris. the nile is not blue.",
-        "retrieved_context": [
-            {"doc_id": "d1", "text": "the nile is the longest river. the nile is blue."},
-            {"doc_id": "d2", "text": "the nile flows into the sea."},
-        ],
-    },
-    {
-        "query_id": "b",
-        "query": "who is the man?",
-        "gt_answer": "",
-        "response": "the man is playing a guitar. the man is famous.",
-        "retrieved_context": [{"doc_id": "d3", "text": "the man is playing a guitar on stage."}],
-    },
-    {
-        "query_id": "c",
-        "query": "what is the flag?",
-        "gt_answer": "the flag is red and blue.",
-        "response": "the flag is red and blue.",
-    },
-]
-
-
-def write_input(tmp_path: Path, items=ITEMS) -> Path:
-    path = tmp_path / "in.json"
-    path.write_text(json.dumps({"results": items}), encoding="utf-8")
-    return path
-
-
-def run(tmp_path: Path, model: Path, items=ITEMS, **overrides):
-    cfg = build_config(
-        "default", {"nli_model": str(model), "device": "cpu", "progress": False, **overrides}
-    )
-    out = tmp_path / "out.json"
-    summary = evaluate(write_input(tmp_path, items), out, cfg)
-    return summary, json.loads(out.read_text(encoding="utf-8"))
-
 
 def test_end_to_end_matrices_and_metrics(tmp_path: Path, lexical_model: Path) -> None:
-    summary, out = run(tmp_path, lexical_model)
+    summary, out = evaluate_items(tmp_path, lexical_model)
     a, b, c = out["results"]
     assert a["response_claims"] == [
         "the nile is the longest river.",
@@ -109,7 +69,7 @@ def test_end_to_end_matrices_and_metrics(tmp_path: Path, lexical_model: Path) ->
 
 
 def test_side_files_and_atomic_outputs(tmp_path: Path, lexical_model: Path) -> None:
-    run(tmp_path, lexical_model)
+    evaluate_items(tmp_path, lexical_model)
     paths = output_paths(tmp_path / "out.json")
     rows = [json.loads(x) for x in paths["claims"].read_text().splitlines()]
     assert {r["source"] for r in rows} == {"response", "gt_answer"}
@@ -122,7 +82,7 @@ def test_side_files_and_atomic_outputs(tmp_path: Path, lexical_model: Path) -> N
 
 
 def test_only_the_needed_checks_run(tmp_path: Path, lexical_model: Path) -> None:
-    summary, out = run(tmp_path, lexical_model, metrics=("faithfulness",))
+    summary, out = evaluate_items(tmp_path, lexical_model, metrics=("faithfulness",))
     a = out["results"][0]
     assert a["answer2response"] is None and a["response2answer"] is None
     assert a["retrieved2answer"] is None and a["retrieved2response"] is not None
@@ -144,7 +104,7 @@ def test_bad_input_fails_before_any_model_is_loaded(tmp_path: Path) -> None:
 
 def test_on_error_skip_records_rejected_items(tmp_path: Path, lexical_model: Path) -> None:
     items = [ITEMS[0], {**ITEMS[1], "response": None}, {**ITEMS[2], "query_id": "a"}]
-    _, out = run(tmp_path, lexical_model, items=items, on_error="skip")
+    _, out = evaluate_items(tmp_path, lexical_model, items=items, on_error="skip")
     assert [r["query_id"] for r in out["results"]] == ["a"]
     reasons = {r["field"]: r["reason"] for r in out["rejected"]}
     assert set(reasons) == {"response", "query_id"}
@@ -161,8 +121,8 @@ def test_empty_policy_skip_leaves_claimless_items_out(tmp_path: Path, lexical_mo
             "retrieved_context": [{"doc_id": "x", "text": "the dog is blue."}],
         },
     ]
-    _, zero = run(tmp_path, lexical_model, items=items, empty_policy="zero")
-    _, skip = run(tmp_path, lexical_model, items=items, empty_policy="skip")
+    _, zero = evaluate_items(tmp_path, lexical_model, items=items, empty_policy="zero")
+    _, skip = evaluate_items(tmp_path, lexical_model, items=items, empty_policy="skip")
     assert zero["results"][1]["response_claims"] == []
     assert zero["results"][1]["metrics"]["faithfulness"] == 0.0
     assert skip["results"][1]["metrics"]["faithfulness"] is None
@@ -177,7 +137,7 @@ def test_resume_after_a_crash_gives_identical_output(
 
     ref_dir = tmp_path / "ref"
     ref_dir.mkdir()
-    run(ref_dir, lexical_model, block_size=1)
+    evaluate_items(ref_dir, lexical_model, block_size=1)
     reference = (ref_dir / "out.json").read_bytes()
 
     original = Evaluator.check
@@ -191,25 +151,25 @@ def test_resume_after_a_crash_gives_identical_output(
 
     monkeypatch.setattr(Evaluator, "check", crashing)
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path, lexical_model, block_size=1)
+        evaluate_items(tmp_path, lexical_model, block_size=1)
     checkpoint = output_paths(tmp_path / "out.json")["checkpoint"]
     assert len(checkpoint.read_text().splitlines()) == 3  # header + 2 finished blocks
     assert not (tmp_path / "out.json").exists()
     with checkpoint.open("a") as fh:
         fh.write('{"results": [{"query_id": "c", "tor')  # torn write at the crash point
     monkeypatch.setattr(Evaluator, "check", original)
-    summary, _ = run(tmp_path, lexical_model, block_size=1, resume=True)
+    summary, _ = evaluate_items(tmp_path, lexical_model, block_size=1, resume=True)
     assert summary.counts["resumed"] == 2
     assert (tmp_path / "out.json").read_bytes() == reference
 
 
 def test_shards_merge_to_the_single_run(tmp_path: Path, lexical_model: Path) -> None:
-    _, single = run(tmp_path, lexical_model)
+    _, single = evaluate_items(tmp_path, lexical_model)
     outs = []
     for i in range(2):
         d = tmp_path / f"s{i}"
         d.mkdir()
-        run(d, lexical_model, shard=(i, 2))
+        evaluate_items(d, lexical_model, shard=(i, 2))
         outs.append(d / "out.json")
     merged = merge(outs, tmp_path / "merged.json")
     assert merged["metrics"] == single["metrics"]
@@ -222,7 +182,7 @@ def test_shards_merge_to_the_single_run(tmp_path: Path, lexical_model: Path) -> 
 
 
 def test_recompute_reproduces_our_metrics(tmp_path: Path, lexical_model: Path) -> None:
-    _, out = run(tmp_path, lexical_model)
+    _, out = evaluate_items(tmp_path, lexical_model)
     again = recompute(tmp_path / "out.json", tmp_path / "re.json")
     assert again["metrics"] == out["metrics"]
     assert [r["metrics"] for r in again["results"]] == [r["metrics"] for r in out["results"]]
@@ -258,14 +218,14 @@ def test_rerun_with_cache_needs_no_forward_pass(
     first_dir, second_dir = tmp_path / "1", tmp_path / "2"
     first_dir.mkdir()
     second_dir.mkdir()
-    first, out1 = run(first_dir, lexical_model, cache=str(cache))
+    first, out1 = evaluate_items(first_dir, lexical_model, cache=str(cache))
     assert first.counts["nli_scored"] > 0
 
     def no_extraction(self, texts):
         raise AssertionError(f"claims were extracted again for {texts!r}")
 
     monkeypatch.setattr(SentenceExtractor, "extract_many", no_extraction)
-    second, out2 = run(second_dir, lexical_model, cache=str(cache))
+    second, out2 = evaluate_items(second_dir, lexical_model, cache=str(cache))
     assert second.counts["nli_scored"] == 0
     assert second.counts["nli_cached"] == first.counts["nli_unique"]
     assert out1 == out2
@@ -273,12 +233,12 @@ def test_rerun_with_cache_needs_no_forward_pass(
 
 def test_merge_lists_each_rejected_record_once(tmp_path: Path, lexical_model: Path) -> None:
     items = [*ITEMS, {**ITEMS[1], "query_id": "z", "response": 42}]
-    _, single = run(tmp_path, lexical_model, items=items, on_error="skip")
+    _, single = evaluate_items(tmp_path, lexical_model, items=items, on_error="skip")
     outs = []
     for i in range(2):
         d = tmp_path / f"s{i}"
         d.mkdir()
-        _, shard = run(d, lexical_model, items=items, on_error="skip", shard=(i, 2))
+        _, shard = evaluate_items(d, lexical_model, items=items, on_error="skip", shard=(i, 2))
         assert len(shard["rejected"]) == 1  # every shard validates, and rejects, the whole input
         outs.append(d / "out.json")
     merged = merge(outs, tmp_path / "merged.json")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_contract import run_cli
-from test_resume_kill import _cli, _lines, _write_input
+from helpers import count_lines, evaluate_process, write_bench_input
 from tiny_models import build_nli_model
 
 from ragcheck_local.formats.lock import lock_path
@@ -36,11 +36,11 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("faults")
     model = build_nli_model(root / "model", "bert", max_length=64)
     src = root / "in.jsonl"
-    _write_input(src)
+    write_bench_input(src)
     preset = root / "preset.yaml"
     preset.write_text("device: cpu\nlang: en\nblock_size: 4\nbatch_size: 16\n", encoding="utf-8")
     ref = root / "ref" / "out.json"
-    run = _cli(src, ref, model, preset)
+    run = evaluate_process(src, ref, model, preset)
     _, err = run.communicate(timeout=600)
     assert run.returncode == 0, err[-2000:]
     return {"model": model, "src": src, "preset": preset, "ref": ref, "root": root}
@@ -87,11 +87,11 @@ def test_a_second_run_on_the_same_output_exits_2_at_once(
     setup: dict[str, Path], tmp_path: Path, second_metrics: tuple[str, ...]
 ) -> None:
     out = tmp_path / "same.json"
-    first = _cli(setup["src"], out, setup["model"], setup["preset"])
+    first = evaluate_process(setup["src"], out, setup["model"], setup["preset"])
     _wait_for(lock_path(out).exists, first, "the first run took its lock")
     before = sorted(p.name for p in tmp_path.iterdir())
     t0 = time.monotonic()
-    second = _cli(setup["src"], out, setup["model"], setup["preset"], *second_metrics)
+    second = evaluate_process(setup["src"], out, setup["model"], setup["preset"], *second_metrics)
     _, err = second.communicate(timeout=120)
     assert second.returncode == 2, err[-2000:]
     assert time.monotonic() - t0 < 60  # at once: no model is loaded, no item read
@@ -110,12 +110,12 @@ def test_a_stale_lock_of_a_killed_run_never_blocks_resume(
 ) -> None:
     out = tmp_path / "out.json"
     checkpoint = output_paths(out)["checkpoint"]
-    victim = _cli(setup["src"], out, setup["model"], setup["preset"])
-    _wait_for(lambda: _lines(checkpoint) >= 2, victim, "a finished block")
+    victim = evaluate_process(setup["src"], out, setup["model"], setup["preset"])
+    _wait_for(lambda: count_lines(checkpoint) >= 2, victim, "a finished block")
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait()
     assert lock_path(out).exists()  # left behind by kill -9, but no process holds it
-    resumed = _cli(setup["src"], out, setup["model"], setup["preset"], "--resume")
+    resumed = evaluate_process(setup["src"], out, setup["model"], setup["preset"], "--resume")
     _, err = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, err[-2000:]
     _same_as_reference(out, setup["ref"])
@@ -139,7 +139,7 @@ def test_sigkill_at_random_points_then_resume_is_byte_identical(
     )
     ref = tmp_path / "ref" / "out.json"
     started = time.monotonic()
-    reference = _cli(src, ref, setup["model"], setup["preset"])
+    reference = evaluate_process(src, ref, setup["model"], setup["preset"])
     _, err = reference.communicate(timeout=600)
     assert reference.returncode == 0, err[-2000:]
     duration = time.monotonic() - started
@@ -147,13 +147,13 @@ def test_sigkill_at_random_points_then_resume_is_byte_identical(
     for trial in range(20):
         out = tmp_path / f"t{trial}" / "out.json"
         out.parent.mkdir()
-        victim = _cli(src, out, setup["model"], setup["preset"])
+        victim = evaluate_process(src, out, setup["model"], setup["preset"])
         time.sleep(rng.uniform(0.0, duration))
         if victim.poll() is None:
             os.kill(victim.pid, signal.SIGKILL)
             killed_mid_run += 1
         victim.wait()
-        resumed = _cli(src, out, setup["model"], setup["preset"], "--resume")
+        resumed = evaluate_process(src, out, setup["model"], setup["preset"], "--resume")
         _, err = resumed.communicate(timeout=600)
         assert resumed.returncode == 0, f"trial {trial}: {err[-2000:]}"
         _same_as_reference(out, ref)
@@ -204,7 +204,7 @@ def test_a_size_limited_file_exits_2_naming_it_and_resume_finishes(
     assert "File too large" in limited.stderr and "out." in limited.stderr
     assert not out.exists() and not list(tmp_path.glob(".out.json.*.tmp"))
     assert not lock_path(out).exists()
-    resumed = _cli(setup["src"], out, setup["model"], setup["preset"], "--resume")
+    resumed = evaluate_process(setup["src"], out, setup["model"], setup["preset"], "--resume")
     _, err = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, err[-2000:]
     _same_as_reference(out, setup["ref"])
@@ -217,7 +217,7 @@ def test_a_full_disk_exits_2_keeps_the_checkpoint_and_resume_finishes(
     src_bytes = setup["src"].read_bytes()
     with _tmpfs(tmp_path / "disk", "size=48k") as disk:
         out = disk / "out.json"
-        full = _cli(setup["src"], out, setup["model"], setup["preset"])
+        full = evaluate_process(setup["src"], out, setup["model"], setup["preset"])
         _, err = full.communicate(timeout=600)
         assert full.returncode == 2, err[-2000:]
         assert "No space left on device" in err and str(disk) in err
@@ -225,7 +225,7 @@ def test_a_full_disk_exits_2_keeps_the_checkpoint_and_resume_finishes(
         assert not lock_path(out).exists()
         assert setup["src"].read_bytes() == src_bytes  # the input is never touched
         subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
-        resumed = _cli(setup["src"], out, setup["model"], setup["preset"], "--resume")
+        resumed = evaluate_process(setup["src"], out, setup["model"], setup["preset"], "--resume")
         _, err = resumed.communicate(timeout=600)
         assert resumed.returncode == 0, err[-2000:]
         _same_as_reference(out, setup["ref"])

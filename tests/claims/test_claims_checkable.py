@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import evaluate_items
 
 from ragcheck_local.claims import (
     PARSER_PACKAGES,
@@ -469,8 +470,6 @@ def test_claim_rows_round_trip() -> None:
 def test_evaluate_records_original_and_checks_resolved_text(
     tmp_path: Path, lexical_model: Path
 ) -> None:
-    from test_pipeline import run
-
     items = [
         {
             "query_id": "q",
@@ -482,7 +481,7 @@ def test_evaluate_records_original_and_checks_resolved_text(
     ]
     cache = str(tmp_path / "cache.sqlite")
     overrides = {"claim_parser": "off", "claims": "atomic", "cache": cache}
-    _, out = run(tmp_path, lexical_model, items, **overrides)
+    _, out = evaluate_items(tmp_path, lexical_model, items, **overrides)
     (result,) = out["results"]
     # RAGChecker's claim lists hold the text that was checked.
     assert result["response_claims"] == [
@@ -498,7 +497,7 @@ def test_evaluate_records_original_and_checks_resolved_text(
     assert manifest["claim_parser"] == "rules"
     assert manifest["config"]["claims"]["mode"] == "atomic"
     # A second run reads the claims (originals included) from the cache.
-    _, again = run(tmp_path, lexical_model, items, **overrides)
+    _, again = evaluate_items(tmp_path, lexical_model, items, **overrides)
     assert again["results"][0]["claim_details"] == result["claim_details"]
 
 

@@ -25,7 +25,7 @@ from ragcheck_local.report.meta import METRIC_INFO, METRICS
 E, N, C = "Entailment", "Neutral", "Contradiction"
 XSS = "<script>alert(1)</script>"
 ATTR = '"onmouseover=alert(2) x="'
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 ATTRIBUTE = re.compile(r"""\s(?:src|href|action|formaction|poster)\s*=\s*["']?([^"'\s>]*)""")
 EXTERNAL = [

@@ -20,7 +20,7 @@ from ragcheck_local.metrics import (
 )
 from ragcheck_local.records import VERDICTS
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 OUTPUTS = DATA / "ragchecker-examples" / "checking_outputs.json"
 
 

@@ -50,7 +50,7 @@ def write_jsonl(path: Path, rows: Any) -> None:
             fh.write(dumps_json(row, indent=None) + "\n")
 
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "ragcheck_local" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "ragcheck_local" / "examples"
 
 
 def _rec(query_id: str = "q1", **overrides: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from ragcheck_local.errors import RagcheckError
 from ragcheck_local.formats.store import model_fingerprint, text_hash
 from ragcheck_local.judge.cache import NLICache
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _key(i: int) -> tuple[str, str]:

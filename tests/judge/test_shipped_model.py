@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-MODEL_DIR = Path(__file__).resolve().parents[1] / "models" / "ragcheck-nli-minilm-l6"
+MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "ragcheck-nli-minilm-l6"
 PREMISE = "A man is playing a guitar on stage."
 CASES = (
     ("A man is playing an instrument.", "entailment"),
