@@ -324,7 +324,10 @@ def _evaluate(
 
     grouped = aggregate_table(table, metrics)
     rejected_rows = [{"record": r.record, "field": r.field, "reason": r.reason} for r in rejected]
-    rest = {"metrics": grouped, "rejected": rejected_rows}
+    rest: dict[str, Any] = {"metrics": grouped, "rejected": rejected_rows}
+    unavailable = _unavailable(facts)
+    if unavailable:  # only under a 2-way judge: a 3-way run's file is as it always was
+        rest["metrics_unavailable"] = unavailable
     claim_counts = {"response_claims": 0, "gt_answer_claims": 0}
     write_output(paths["output"], _counting(checkpoint.results(), claim_counts), rest)
     write_claims(paths["claims"], checkpoint.results())
@@ -431,8 +434,9 @@ def _unavailable(facts: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _two_way(results: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether an output came from a 2-way judge: an item with response claims checked against
-    chunks but no contradiction_rate (only a 2-way judge leaves it unset there)."""
+    """Whether an output without ``metrics_unavailable`` came from a 2-way judge: an item with
+    response claims checked against chunks but no contradiction_rate (only a 2-way judge
+    leaves it unset there)."""
     for result in results:
         values = result.get("metrics")
         if isinstance(values, Mapping) and result.get(RETRIEVED2RESPONSE):
@@ -494,7 +498,7 @@ def recompute(
             record=str(input_path),
             field="results",
         )
-    three_way = not _two_way(data["results"])
+    three_way = not (data.get("metrics_unavailable") or _two_way(data["results"]))
     for result in data["results"]:
         values = item_metrics(
             CheckingMatrices.from_result(result),
@@ -515,6 +519,7 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
     check_output_path(output_path, inputs=inputs)
     results: list[dict[str, Any]] = []
     rejected: list[Any] = []
+    unavailable: dict[str, str] = {}
     seen: dict[str, str] = {}
     names: list[str] = []
     for path in inputs:
@@ -536,6 +541,7 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
                 if name not in names:
                     names.append(name)
             results.append(result)
+        unavailable.update(data.get("metrics_unavailable") or {})
         rows = data.get("rejected") or []
         if not isinstance(rows, list):
             raise InputError(
@@ -552,6 +558,8 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
         values = result.get("metrics") or {}
         per_item.append({n: values.get(n) for n in names})
     out = {"results": results, "metrics": aggregate(per_item, names), "rejected": rejected}
+    if unavailable:
+        out["metrics_unavailable"] = unavailable
     _write(output_path, out)
     return out
 

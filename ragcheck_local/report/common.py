@@ -270,3 +270,12 @@ def language_warning(lang: str, report: ReportData) -> str | None:
     are none)."""
     mismatch = report.language_mismatch()
     return language_banner(lang, mismatch, total=len(report.queries)) if mismatch[0] else None
+
+
+def unavailable_note(lang: str, report: ReportData) -> str | None:
+    """Why some metrics read n/a (a 2-way judge cannot say Contradiction); None when all could
+    be computed. Plain text: escape it where it goes."""
+    if not report.unavailable:
+        return None
+    names = ", ".join(metric_label(lang, m) for m in report.unavailable)
+    return t(lang, "note.unavailable", metrics=names)

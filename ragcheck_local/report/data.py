@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,9 @@ class ReportData:
     computed: frozenset[str]
     """Aggregated metrics recomputed from per-query values (absent from the file)."""
     rejected: tuple[Mapping[str, Any], ...]
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    """Metrics the judge could not compute, with the reason (a 2-way judge: no
+    Contradiction); their values read n/a."""
 
     def language_mismatch(self) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
         """(queries whose verdicts are unreliable, their languages, the judge's languages)."""
@@ -399,7 +402,14 @@ def prepare(data: Mapping[str, Any]) -> ReportData:
     rejected_raw = data.get("rejected") or []
     if not isinstance(rejected_raw, list) or not all(isinstance(r, Mapping) for r in rejected_raw):
         raise InputError("expected a list of objects", field="rejected")
-    return ReportData(queries, groups, overall, frozenset(computed), tuple(rejected_raw))
+    unavailable = data.get("metrics_unavailable") or {}
+    if not isinstance(unavailable, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in unavailable.items()
+    ):
+        raise InputError("expected an object of metric: reason", field="metrics_unavailable")
+    return ReportData(
+        queries, groups, overall, frozenset(computed), tuple(rejected_raw), dict(unavailable)
+    )
 
 
 def load_output(path: str | Path) -> dict[str, Any]:

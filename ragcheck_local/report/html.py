@@ -20,6 +20,7 @@ from .common import (
     fmt,
     language_warning,
     page,
+    unavailable_note,
     worst_empty_key,
     worst_queries,
 )
@@ -107,6 +108,9 @@ def _overview(report: ReportData, lang: str) -> str:
     if banner:
         parts.append(f'<p class="banner" role="alert">{_e(banner)}</p>')
     parts.append(f'<p class="note">{_e(t(lang, "scale_note"))}</p>')
+    unavailable = unavailable_note(lang, report)
+    if unavailable:
+        parts.append(f'<p class="note">{_e(unavailable)}</p>')
     parts.append('<div class="groups">')
     parts.extend(_cards(report, lang))
     parts.append("</div>")

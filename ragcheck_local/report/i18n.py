@@ -194,6 +194,10 @@ _TEXT: dict[str, dict[str, str]] = {
         "title": "RAG diagnosis report",
         "summary": "{n} queries · claim-level diagnosis",
         "scale_note": "All numbers are on a 0–100 scale.",
+        "note.unavailable": (
+            "{metrics}: n/a. The judge answers supported / not supported only (2-way), so it "
+            "cannot tell a contradicted claim from an unsupported one."
+        ),
         "warn.language": (
             "Warning: {n} of {total} queries contain text in {langs}, which the judge does not "
             "declare (it declares {judge}). Their verdicts, and every metric over them, are "
@@ -343,6 +347,10 @@ _TEXT: dict[str, dict[str, str]] = {
         "title": "RAG診断レポート",
         "summary": "質問 {n} 件 · 主張単位の診断",
         "scale_note": "数値はすべて 0〜100 のスケールです。",
+        "note.unavailable": (
+            "{metrics}: 該当なし。判定モデルは「支持する/支持しない」の2値しか返さないため、"
+            "矛盾する主張と根拠のない主張を区別できません。"
+        ),
         "warn.language": (
             "警告: 質問 {total} 件中 {n} 件に、判定モデルが対応を宣言していない言語({langs})の"
             "テキストが含まれます(対応言語: {judge})。"

@@ -15,6 +15,7 @@ from .common import (
     fmt,
     language_warning,
     md_escape,
+    unavailable_note,
     worst_empty_key,
     worst_queries,
 )
@@ -68,6 +69,9 @@ def build_markdown(
         f"## {t(lang, 'section.overview')}",
         "",
     ]
+    unavailable = unavailable_note(lang, report)
+    if unavailable:
+        lines += [md_escape(unavailable), ""]
     for group, names in report.groups:
         lines += [
             f"### {t(lang, f'group.{group}')}",

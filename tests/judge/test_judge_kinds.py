@@ -336,3 +336,27 @@ def test_recompute_keeps_a_two_way_judges_contradiction_metrics_unavailable(
     assert _run(tmp_path / "nli", models, "nli").exit_code == 0
     out3 = pipeline.recompute(tmp_path / "nli" / "out.json", tmp_path / "re3.json")
     assert out3["metrics"]["extra"]["contradiction_rate"] is not None
+
+
+def test_a_two_way_output_says_why_its_metrics_are_na_in_every_view(
+    tmp_path: Path, models: dict[str, Path]
+) -> None:
+    assert _run(tmp_path, models, "minicheck-roberta").exit_code == 0
+    out = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert set(out["metrics_unavailable"]) == set(CONTRADICTION_METRICS)
+    for name, lang, needle in (
+        ("r.md", "en", "cannot tell a contradicted claim"),
+        ("r.html", "en", "cannot tell a contradicted claim"),
+        ("r_ja.md", "ja", "2値しか返さない"),
+    ):
+        result = CliRunner().invoke(
+            main, ["report", str(tmp_path / "out.json"), "-o", str(tmp_path / name), "--lang", lang]
+        )
+        assert result.exit_code == 0, result.output
+        assert needle in (tmp_path / name).read_text(encoding="utf-8"), name
+    # Merging shards keeps the reason; a 3-way output has no such key (its file is unchanged).
+    merged = pipeline.merge([tmp_path / "out.json"], tmp_path / "merged.json")
+    assert merged["metrics_unavailable"] == out["metrics_unavailable"]
+    (tmp_path / "nli").mkdir()
+    assert _run(tmp_path / "nli", models, "nli").exit_code == 0
+    assert "metrics_unavailable" not in json.loads((tmp_path / "nli" / "out.json").read_text())
