@@ -360,3 +360,22 @@ def test_a_two_way_output_says_why_its_metrics_are_na_in_every_view(
     (tmp_path / "nli").mkdir()
     assert _run(tmp_path / "nli", models, "nli").exit_code == 0
     assert "metrics_unavailable" not in json.loads((tmp_path / "nli" / "out.json").read_text())
+
+
+def test_an_out_of_memory_batch_is_halved_for_every_kind(models: dict[str, Path]) -> None:
+    config = NLIConfig(model=str(models["lm"]), judge="llm-3way", device="cpu", max_length=160)
+    checker = NLIChecker(config)
+    pairs = [(PREMISE[:120], f"The Nile is river number {i}.") for i in range(12)]
+    expected = checker.predict_proba(pairs)
+    fresh = NLIChecker(config)
+    forward = fresh._forward
+
+    def small_batches_only(enc: dict[str, np.ndarray]) -> np.ndarray:
+        if len(enc["input_ids"]) > 3:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return forward(enc)
+
+    fresh._forward = small_batches_only
+    got = fresh.predict_proba(pairs)
+    assert fresh.stats["oom_retries"] > 0
+    np.testing.assert_allclose(got, expected, atol=1e-5)
