@@ -185,14 +185,14 @@ class Evaluator:
         """SQLite cache of extracted claims per text (shares the --cache file), or None."""
         if self._claim_cache is None and self.config.run.cache:
             from .claims.cache import ClaimCache
-            from .formats.store import file_digest, model_fingerprint, text_hash
+            from .formats.store import model_fingerprint, text_hash
 
             c = self.config.claims
             model = "-"
             if c.model:
                 path = Path(c.model).expanduser()
                 # A GGUF extractor is one file; an LLM's claims also depend on its prompts.
-                model = file_digest(path) if path.is_file() else model_fingerprint(path)
+                model = model_fingerprint(path)
                 if c.kind == "llm":
                     from .claims.llm import PROMPTS
 

@@ -286,11 +286,8 @@ def calibrate(config: CalibrateConfig) -> CalibrationResult:
 
 
 def head_entailment(head: Calibration, feats: np.ndarray) -> np.ndarray:
-    """The head's P(Entailment) for feature rows (softmax of its logits)."""
-    logits = head.scores(feats)
-    logits -= logits.max(axis=1, keepdims=True)
-    odds = np.exp(logits)
-    return odds[:, 0] / odds.sum(axis=1)
+    """The head's P(Entailment) for feature rows."""
+    return head.softmax(feats)[:, 0]
 
 
 def _fit_support(

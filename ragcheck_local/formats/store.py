@@ -113,7 +113,8 @@ def _fingerprint_files(model_dir: Path) -> list[Path]:
 
 
 def model_fingerprint(model_dir: str | Path) -> str:
-    """Return a sha256 hex fingerprint of a model directory's contents.
+    """Return a sha256 hex fingerprint of a model directory's contents, or of a one-file model
+    (a GGUF file: its digest).
 
     Covers ``config.json``, weight files (``*.safetensors``, ``*.bin``, ``*.onnx``) and
     tokenizer files at the top level, in name order; independent of where the directory lives.
@@ -121,6 +122,8 @@ def model_fingerprint(model_dir: str | Path) -> str:
     Raises :class:`RagcheckError` if the directory is missing or holds none of those files.
     """
     path = Path(model_dir)
+    if path.is_file():
+        return file_digest(path)
     if not path.is_dir():
         raise RagcheckError(f"model directory not found: {path}")
     files = _fingerprint_files(path)

@@ -257,7 +257,11 @@ class Calibration:
         """Calibrated (E, N, C) probabilities (n, 3): the head's softmax per pair."""
         if len(probs) == 0:
             return np.zeros((0, 3), dtype=np.float64)
-        logits = self.scores(feature_matrix(probs, claims, premises, similarity))
+        return self.softmax(feature_matrix(probs, claims, premises, similarity))
+
+    def softmax(self, features: np.ndarray) -> np.ndarray:
+        """Calibrated (E, N, C) probabilities for rows of :data:`FEATURES`."""
+        logits = self.scores(features)
         logits -= logits.max(axis=1, keepdims=True)  # no overflow in exp
         odds = np.exp(logits)
         return odds / odds.sum(axis=1, keepdims=True)
@@ -497,21 +501,14 @@ def fit_isotonic(
 
 def expected_calibration_error(p: np.ndarray, hit: np.ndarray, bins: int = 10) -> float:
     """Mean |predicted − observed| over equal-width probability bins, weighted by bin size."""
-    p = np.asarray(p, dtype=np.float64)
-    hit = np.asarray(hit, dtype=np.float64)
     if len(p) == 0:
         raise ValueError("expected calibration error of no predictions")
-    index = np.minimum((p * bins).astype(int), bins - 1)
-    total = 0.0
-    for b in range(bins):
-        m = index == b
-        if m.any():
-            total += m.sum() * abs(p[m].mean() - hit[m].mean())
-    return float(total / len(p))
+    rows = _bins(p, hit, bins)
+    return float(sum(n * abs(pred - seen) for _, n, pred, seen in rows) / len(p))
 
 
-def reliability_table(p: np.ndarray, hit: np.ndarray, bins: int = 10) -> list[dict[str, float]]:
-    """Per non-empty bin: its range, pairs, mean predicted support and observed rate."""
+def _bins(p: np.ndarray, hit: np.ndarray, bins: int) -> list[tuple[int, int, float, float]]:
+    """(bin, pairs, mean predicted, observed rate) per non-empty equal-width bin."""
     p = np.asarray(p, dtype=np.float64)
     hit = np.asarray(hit, dtype=np.float64)
     index = np.minimum((p * bins).astype(int), bins - 1)
@@ -519,12 +516,18 @@ def reliability_table(p: np.ndarray, hit: np.ndarray, bins: int = 10) -> list[di
     for b in range(bins):
         m = index == b
         if m.any():
-            rows.append(
-                {
-                    "bin": f"{b / bins:.1f}-{(b + 1) / bins:.1f}",
-                    "pairs": int(m.sum()),
-                    "predicted": round(float(p[m].mean()), 3),
-                    "observed": round(float(hit[m].mean()), 3),
-                }
-            )
+            rows.append((b, int(m.sum()), float(p[m].mean()), float(hit[m].mean())))
     return rows
+
+
+def reliability_table(p: np.ndarray, hit: np.ndarray, bins: int = 10) -> list[dict[str, float]]:
+    """Per non-empty bin: its range, pairs, mean predicted support and observed rate."""
+    return [
+        {
+            "bin": f"{b / bins:.1f}-{(b + 1) / bins:.1f}",
+            "pairs": n,
+            "predicted": round(pred, 3),
+            "observed": round(seen, 3),
+        }
+        for b, n, pred, seen in _bins(p, hit, bins)
+    ]

@@ -164,12 +164,9 @@ class NLIChecker:
         }
         self._forward: Callable[[dict[str, np.ndarray]], np.ndarray]
         self.resolved_dtype = backend_dtype(config, self.device)
-        if self.spec.kind != "nli":
-            pass  # loaded by _init_kind
-        elif config.backend == "onnx":
-            self._forward = self._onnx_forward()
-        else:
-            self._forward = self._torch_forward(torch)
+        if self.spec.kind == "nli":  # other kinds loaded theirs in _init_kind
+            onnx = config.backend == "onnx"
+            self._forward = self._onnx_forward() if onnx else self._torch_forward(torch)
         self._probe()
         if cache_path:
             from .cache import NLICache

@@ -402,7 +402,7 @@ def resolve_judge_path(spec: JudgeSpec, model: str) -> str:
 def judge_config(spec: JudgeSpec, model_path: str, shown: str) -> dict[str, Any]:
     """The model config a judge of ``spec``'s kind reads (GGUF metadata, or the base model's
     for ``t5-token``), checked against the kind."""
-    import json
+    from .model_files import read_json_file
 
     folder, gguf = model_location(model_path)
     if gguf is not None:
@@ -414,13 +414,8 @@ def judge_config(spec: JudgeSpec, model_path: str, shown: str) -> dict[str, Any]
             raise ModelError(f"cannot read the GGUF model {shown!r}: {exc}") from None
         data = hf.to_dict()
     else:
-        file = (base_folder(spec, folder) if spec.kind == "t5-token" else folder) / "config.json"
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot read {str(file)!r} for judge {spec.name!r}: {exc}") from None
-        if not isinstance(data, dict):
-            raise ModelError(f"{str(file)!r} must hold a JSON object")
+        config_folder = base_folder(spec, folder) if spec.kind == "t5-token" else folder
+        data = read_json_file(config_folder / "config.json")
     check_architecture(spec, data, shown)
     return data
 
@@ -429,22 +424,18 @@ def judge_max_length(config: Any, spec: JudgeSpec, hf: dict[str, Any], tokenizer
     """Input tokens of a judge: ``--max-length`` (at most the model's position limit), else
     the spec's ``max_length`` (capped at that limit), else the model's limit, at most 512.
     T5 models have relative positions: no hard limit, the tokenizer's length is a default."""
-    from .model_files import input_limit
+    from .model_files import input_limit, resolve_max_length
 
     relative = hf.get("model_type") in ("t5", "mt5", "umt5")
     positions = None if relative else hf.get("max_position_embeddings")
     hard = input_limit(None, positions, hf.get("model_type")) if positions else None
-    tok_limit = getattr(tokenizer, "model_max_length", None)
     if config.max_length is not None:
-        if hard is not None and config.max_length > hard:
-            raise InputError(
-                f"{config.max_length} exceeds the model's limit of {hard}", field="max_length"
-            )
-        return int(config.max_length)
+        # The one max_length rule; relative positions leave no limit to check against.
+        return resolve_max_length(config, hard) if hard is not None else int(config.max_length)
     if spec.max_length is not None:
         return min(spec.max_length, hard) if hard is not None else spec.max_length
-    soft = input_limit(tok_limit, positions, hf.get("model_type"))
-    return min(soft, 512)
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    return resolve_max_length(config, input_limit(tok_limit, positions, hf.get("model_type")))
 
 
 def preflight_kind(spec: JudgeSpec, config: Any) -> tuple[str, dict[str, Any], int, Any]:

@@ -105,7 +105,8 @@ def resolve_model_path(model: str) -> str:
     raise ModelError(f"no model directory at {model!r}")
 
 
-def _read_json_file(path: Path) -> dict[str, Any]:
+def read_json_file(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; anything else is a :class:`ModelError` naming the file."""
     import json
 
     try:
@@ -173,14 +174,12 @@ def model_facts(
 ) -> dict[str, Any]:
     """What the manifest records about the judge and the probability cache is keyed by; the
     checker and the evaluator's preflight (a run that never loads the model) both use this."""
-    from ..formats.store import file_digest, model_fingerprint
+    from ..formats.store import model_fingerprint
 
     embeds = uses_embedder(config, calibration)
-    path = Path(resolved_path)
     return {
         "resolved_path": resolved_path,
-        # A GGUF judge is one file.
-        "sha256": file_digest(path) if path.is_file() else model_fingerprint(resolved_path),
+        "sha256": model_fingerprint(resolved_path),
         "judge": {
             "name": spec.name,
             "kind": spec.kind,
@@ -236,9 +235,9 @@ def preflight_model(config: NLIConfig) -> dict[str, Any]:
         )
         return {**facts, "languages": model_languages(model_location(resolved)[0])}
     path = Path(resolve_model_path(config.model_path))
-    hf = _read_json_file(path / "config.json")
+    hf = read_json_file(path / "config.json")
     tok_file = path / "tokenizer_config.json"
-    tok = _read_json_file(tok_file) if tok_file.is_file() else {}
+    tok = read_json_file(tok_file) if tok_file.is_file() else {}
     columns = label_columns(hf.get("id2label") or {}, config.model_path)
     limit = input_limit(
         tok.get("model_max_length"), hf.get("max_position_embeddings"), hf.get("model_type")
@@ -317,7 +316,7 @@ def model_languages(model_dir: str | Path) -> tuple[str, ...] | None:
         if not file.is_file():
             continue
         try:
-            data = _read_json_file(file)
+            data = read_json_file(file)
         except ModelError:
             continue
         langs = data.get("languages")
