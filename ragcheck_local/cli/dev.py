@@ -23,6 +23,7 @@ from ..dev.config import (
     KIND_JUDGE,
     PREFILTERS,
     TRAIN_DEVICES,
+    AverageConfig,
     BenchConfig,
     BenchMemoryConfig,
     CalibrateConfig,
@@ -440,3 +441,23 @@ def bench_judges(kinds: str, dtypes: str, json_out: Path | None, **options: Any)
     click.echo(format_judge_table(rows))
     if json_out:
         write_json(json_out, rows)
+
+
+@dev.command("average")
+@click.option(
+    "--model", "models", type=_DIR, multiple=True, required=True,
+    help="A checkpoint directory (repeat: two or more, fine-tuned from one start).",
+)  # fmt: skip
+@click.option(
+    "--weight", "weights", type=float, multiple=True,
+    help="One per --model, summing to 1 (default: equal weights).",
+)  # fmt: skip
+@click.option("--out", type=_DIR, required=True, help="Output model dir (written via OUT.tmp).")
+def average(models: tuple[Path, ...], weights: tuple[float, ...], out: Path) -> None:
+    """A weighted mean of checkpoints' weights (WiSE-FT / model soup): one model, no head
+    (fit one with dev calibrate --write); prints its provenance as JSON."""
+    from ..dev.average import average_models
+
+    given = weights or tuple(1.0 / len(models) for _ in models)
+    record = average_models(AverageConfig(models=models, weights=given, out=out))
+    click.echo(json.dumps(record, indent=2))

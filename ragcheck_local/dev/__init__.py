@@ -9,6 +9,7 @@ Nothing in the engine imports this package: it sits directly below ``cli`` in th
   WiCE, pairs JSON Lines, human judgments) and the dev / report-half split rules;
 - :mod:`.perturb`, :mod:`.grounding`: claim-against-passage training data (``make-data``);
 - :mod:`.train_data`, :mod:`.train`, :mod:`.ledger`: the trainer (``train``);
+- :mod:`.average`: weight averaging of checkpoints (``average``: WiSE-FT, model soups);
 - :mod:`.calibrate`: the calibrated verdict head (``calibrate``);
 - :mod:`.evaluate`: accuracy on the NLI sets through the engine (``eval-nli``);
 - :mod:`.meta_eval`: agreement with human judgments (``meta-eval``);

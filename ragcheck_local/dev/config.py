@@ -334,3 +334,27 @@ class JudgeBenchConfig:
     dtypes: tuple[str, ...] = ("float32", "float16")
     batch_size: int = 64
     seed: int = 0
+
+
+@dataclass(frozen=True)
+class AverageConfig:
+    """``dev average``: a weighted mean of checkpoints' weights (:mod:`.average`)."""
+
+    models: tuple[Path, ...]
+    weights: tuple[float, ...]
+    out: Path
+
+    def __post_init__(self) -> None:
+        if len(self.models) < 2:
+            raise InputError(f"need at least two models, got {len(self.models)}", field="models")
+        if len(self.weights) != len(self.models):
+            raise InputError(
+                f"need one weight per model ({len(self.models)}), got {len(self.weights)}",
+                field="weights",
+            )
+        if min(self.weights) < 0 or abs(sum(self.weights) - 1.0) > 1e-6:
+            raise InputError(
+                f"must be >= 0 and sum to 1, got {list(self.weights)}", field="weights"
+            )
+        if self.out.resolve() in {m.resolve() for m in self.models}:
+            raise InputError(f"{self.out} is one of the models it averages", field="out")

@@ -21,6 +21,7 @@ COMMANDS = (
     "bench",
     "bench-memory",
     "bench-judges",
+    "average",
 )
 
 
