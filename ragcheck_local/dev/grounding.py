@@ -24,6 +24,10 @@ Two sources, both permissively licensed, none of them an evaluation set:
   (:func:`~.datasets.is_factcheck_traindev`) form ``factcheck_traindev.jsonl`` (checkpoint
   selection only). Stance mapping: :data:`~.datasets.STANCE_LABEL`.
 
+* **Answer-shaped pairs** (``answers_*.jsonl``, :mod:`.answers`): two facts of a passage as
+  one claim, or one fact of it with one it does not carry or contradicts, against the passage
+  with its sentences reordered.
+
 * **WiCE** (optional): real Wikipedia claims against their cited pages (:func:`wice_pairs`).
 
 Deterministic for a given seed and inputs. Every row is
@@ -46,6 +50,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..formats.files import atomic_writer, write_json
+from .answers import answer_pairs
 from .config import GroundingConfig
 from .datasets import (
     STANCE_LABEL,
@@ -410,6 +415,23 @@ def build(
     return train, dev
 
 
+def build_answers(
+    docs: Sequence[Document], seed: int, min_words: int, max_words: int
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(train, dev) answer-shaped rows (:mod:`.answers`) over the same passages and the same
+    document split as :func:`build`, from an RNG of their own."""
+    train, dev = [], []
+    for doc in docs:
+        rng = random.Random(f"{seed}:answers:{doc.doc_id}")
+        doc_text = " ".join(doc.paragraphs)
+        pairs = answer_pairs(
+            passages(doc, min_words, max_words), numbers_in(doc_text), entities_in(doc_text), rng
+        )
+        rows = [_row(premise, claim, label, doc, kind) for premise, claim, label, kind in pairs]
+        (dev if is_grounding_dev(doc.doc_id) else train).extend(rows)
+    return train, dev
+
+
 def count_kinds(rows: Iterable[dict[str, str]]) -> dict[str, int]:
     """Rows per ``label/kind``, sorted (what counts.json reports for each generated set)."""
     out: dict[str, int] = {}
@@ -470,6 +492,10 @@ def make_data(config: GroundingConfig) -> dict[str, object]:
     counts["grounding_train"] = write_jsonl(out / "grounding_train.jsonl", train)
     counts["grounding_dev"] = write_jsonl(out / "grounding_dev.jsonl", dev)
     counts["grounding_train_by_kind"] = count_kinds(train)
+    a_train, a_dev = build_answers(docs, config.seed, config.min_words, config.max_words)
+    counts["answers_train"] = write_jsonl(out / "answers_train.jsonl", a_train)
+    counts["answers_dev"] = write_jsonl(out / "answers_dev.jsonl", a_dev)
+    counts["answers_train_by_kind"] = count_kinds(a_train)
     counts["documents"] = len(docs)
     counts["seed"] = config.seed
     write_json(out / "counts.json", counts)

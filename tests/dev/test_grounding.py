@@ -221,3 +221,84 @@ def test_wice_pairs_sentence_evidence_and_partial_support_is_not_entailed(tmp_pa
         bad = tmp_path / "bad.jsonl"
         bad.write_text(json.dumps({"label": "maybe", "claim": "x", "evidence": []}) + "\n")
         grounding.wice_pairs(bad, None, seed=13, max_words=170)
+
+
+def _facts(claim: str) -> list[str]:
+    """The two statements of an answer-shaped claim, back as sentences."""
+    if ", and " in claim:
+        first, second = claim.split(", and ", 1)
+        return [first + ".", second[0].upper() + second[1:]]
+    return perturb.split_sentences(claim)
+
+
+TOPICS = [
+    ("bridge", "commuters", "morning", "Lisbon", "towers"),
+    ("library", "readers", "weekend", "Oslo", "reading rooms"),
+    ("harbour", "ships", "season", "Genoa", "piers"),
+    ("stadium", "supporters", "match", "Madrid", "roof"),
+    ("hospital", "patients", "night", "Vienna", "wards"),
+    ("airport", "travellers", "holiday", "Dublin", "terminals"),
+]
+
+
+def test_answer_pairs_merge_facts_with_the_right_label() -> None:
+    docs = [
+        grounding.Document(
+            f"doc{i}",
+            "test",
+            tuple(
+                f"The {topic} of district {i} opened in {1900 + j}. It serves {20 + j} {crowd} "
+                f"every {period}. Engineers from {city} designed its {part}."
+                for j, (topic, crowd, period, city, part) in enumerate(TOPICS)
+            ),
+        )
+        for i in range(12)
+    ]
+    train, dev = grounding.build_answers(docs, 13, 20, 60)
+    rows = train + dev
+    kinds = {r["kind"]: r["label"] for r in rows}
+    assert kinds == {
+        "merged": "entailment",
+        "merged_unsupported": "neutral",
+        "merged_contradicted": "contradiction",
+    }
+    joined = 0
+    for r in rows:
+        premise_sentences = set(perturb.split_sentences(r["premise"]))
+        facts = _facts(r["hypothesis"])
+        assert len(facts) == 2, r["hypothesis"]
+        inside = [f in premise_sentences for f in facts]
+        # Entailed: both facts are sentences of the (possibly reordered) passage; otherwise
+        # exactly one of them is.
+        assert inside == [True, True] if r["label"] == "entailment" else sum(inside) == 1, r
+        joined += ", and " in r["hypothesis"]
+    assert 0 < joined < len(rows)  # both forms of joining occur
+    # Reordered premises: the same sentences, another order, for some rows.
+    # (every paragraph starts with "The ...": a premise that does not was reordered)
+    firsts = {r["premise"].startswith("The ") for r in rows}
+    assert firsts == {True, False}
+    assert not {r["group"] for r in train} & {r["group"] for r in dev}
+    assert grounding.build_answers(docs, 13, 20, 60) == (train, dev)
+
+
+def test_answer_pairs_leave_the_grounding_rows_unchanged(tmp_path: Path) -> None:
+    fc = tmp_path / "fc.jsonl"
+    fc.write_text(
+        "".join(
+            json.dumps({"claim": f"The tower number {i} was built in 1889.",
+                        "evidence": f"{EIFFEL} It has {i + 3} floors. It was painted in 19{i:02d}.",
+                        "stance": "completely-support"}) + "\n"
+            for i in range(40)
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--python-docs", str(tmp_path / "none"), "--factcheck", str(fc)]
+    result = CliRunner().invoke(main, ["dev", "make-data", *args, "--min-words", "10"])
+    assert result.exit_code == 0, result.output
+    counts = json.loads((out / "counts.json").read_text(encoding="utf-8"))
+    assert counts["answers_train"] + counts["answers_dev"] > 0
+    docs = grounding.factcheck_documents(datasets.read_factcheck(fc))
+    train, _ = grounding.build(docs, 13, 10, 170, 0.4)
+    written = [json.loads(line) for line in (out / "grounding_train.jsonl").open()]
+    assert written == train  # the grounding rows do not depend on the answer rows
