@@ -301,6 +301,10 @@ def calibrate(model: str | None, set_weight: tuple[str, ...], **options: Any) ->
     help="Judge preset or spec file (`ragcheck-local judges`; default nli).",
 )
 @click.option("--max-length", type=int, default=None, help="Model input tokens (default: model's).")
+@click.option(
+    "--predictions", "predictions_out", type=_FILE, default=None,
+    help="Also write every pair's gold and predicted label (JSON Lines; dev compare-nli).",
+)  # fmt: skip
 def eval_nli(model: str | None, **options: Any) -> None:
     """Evaluate an NLI model directory on SNLI, SICK, ANLI, LingNLI, Factcheck-GPT and
     SummaC through the engine's checker; prints one Markdown table."""
@@ -310,6 +314,20 @@ def eval_nli(model: str | None, **options: Any) -> None:
     rows = evaluate_model(config)
     click.echo()
     click.echo(format_table(rows, config.model))
+
+
+@dev.command("compare-nli")
+@click.argument("a", type=_FILE)
+@click.argument("b", type=_FILE)
+@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def compare_nli(a: Path, b: Path, n_boot: int, seed: int) -> None:
+    """Two models' eval-nli --predictions files on the same pairs: each set's scores and a
+    paired bootstrap interval of B minus A (is the difference more than noise?)."""
+    from ..dev.paired import compare, format_paired, read_predictions
+
+    rows = compare(read_predictions(a), read_predictions(b), n_boot=n_boot, seed=seed)
+    click.echo(format_paired(rows, str(a), str(b)))
 
 
 @dev.command("meta-eval")

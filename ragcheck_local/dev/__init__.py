@@ -12,6 +12,7 @@ Nothing in the engine imports this package: it sits directly below ``cli`` in th
 - :mod:`.average`: weight averaging of checkpoints (``average``: WiSE-FT, model soups);
 - :mod:`.calibrate`: the calibrated verdict head (``calibrate``);
 - :mod:`.evaluate`: accuracy on the NLI sets through the engine (``eval-nli``);
+- :mod:`.paired`: two models' predictions on the same pairs, paired bootstrap (``compare-nli``);
 - :mod:`.meta_eval`: agreement with human judgments (``meta-eval``);
 - :mod:`.workload`, :mod:`.bench`, :mod:`.bench_memory`: throughput and memory benchmarks.
 """

@@ -233,6 +233,8 @@ class NLIEvalConfig:
     """Judge preset or spec file (None: the NLI judge)."""
     max_length: int | None = None
     """Model input tokens (None: the model's own limit)."""
+    predictions_out: Path | None = None
+    """JSON Lines of every pair's gold and predicted label (``dev compare-nli`` reads two)."""
 
     def __post_init__(self) -> None:
         _choice("evidence", self.evidence, EVIDENCE)

@@ -17,6 +17,7 @@ Balanced accuracies follow :mod:`ragcheck_local.metrics.stats` (None: fewer than
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..formats.files import write_json
+from ..formats.files import atomic_writer, write_json
 from ..judge.checker import NLIChecker, NLIConfig
 from ..metrics.stats import balanced_accuracy, binary_balanced_accuracy
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS
@@ -65,6 +66,26 @@ class Row:
     """Dataset pairs (documents for SummaC) per second; None for the summary row."""
 
 
+class Predictions:
+    """Per-pair gold and predicted labels of every set, for paired comparisons of two models on
+    the same pairs (``dev compare-nli``); written as JSON Lines when ``predictions_out`` is set.
+    ``metric`` names how the set is scored (:data:`.paired.METRICS`)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, object]] = []
+
+    def add(self, name: str, metric: str, gold: Sequence[int], pred: Sequence[int]) -> None:
+        self.rows.extend(
+            {"set": name, "metric": metric, "i": i, "gold": int(g), "pred": int(p)}
+            for i, (g, p) in enumerate(zip(gold, pred, strict=True))
+        )
+
+    def write(self, path: Path) -> None:
+        with atomic_writer(path) as fh:
+            for row in self.rows:
+                fh.write(json.dumps(row) + "\n")
+
+
 def _predict(checker: NLIChecker, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, float]:
     """Verdict ids (0 E, 1 N, 2 C) of the windowed checker, and pairs/s."""
     t0 = time.perf_counter()
@@ -72,9 +93,12 @@ def _predict(checker: NLIChecker, pairs: Sequence[tuple[str, str]]) -> tuple[np.
     return pred, len(pairs) / (time.perf_counter() - t0)
 
 
-def _accuracy(checker: NLIChecker, ds: DevSet) -> tuple[float, float]:
+def _accuracy(
+    checker: NLIChecker, ds: DevSet, name: str, predictions: Predictions
+) -> tuple[float, float]:
     """3-way accuracy through the windowed checker, and pairs/s."""
     pred, speed = _predict(checker, ds.pairs)
+    predictions.add(name, "accuracy", ds.labels, pred)
     return float((pred == np.asarray(ds.labels)).mean()), speed
 
 
@@ -94,7 +118,9 @@ def _checker(config: NLIEvalConfig) -> NLIChecker:
     )
 
 
-def _factcheck_rows(checker: NLIChecker, dev: DevSet, limit: int | None) -> list[Row]:
+def _factcheck_rows(
+    checker: NLIChecker, dev: DevSet, limit: int | None, predictions: Predictions
+) -> list[Row]:
     rows = []
     for label, ds in (("report half", half(dev, False)), ("whole split", dev)):
         ds = ds.head(limit)
@@ -103,6 +129,7 @@ def _factcheck_rows(checker: NLIChecker, dev: DevSet, limit: int | None) -> list
         acc = float((pred == gold).mean())
         bacc = binary_balanced_accuracy(gold, pred, ENTAILMENT_ID)
         name = f"Factcheck-GPT dev ({label})"
+        predictions.add(name, "supported-vs-rest", gold, pred)
         rows.append(Row(name, "accuracy (3-way)", acc, len(ds.pairs), speed))
         rows.append(Row(name, "supported-vs-rest balanced accuracy", bacc, len(ds.pairs), None))
         logger.info("%s: 3-way %.4f, supported-vs-rest balanced %s", name, acc, _fmt(bacc))
@@ -131,6 +158,7 @@ def evaluate_model(config: NLIEvalConfig) -> list[Row]:
     """Run every available set (sets whose data is absent are skipped with a log line) and
     write ``config.json_out`` when set; return the rows."""
     checker = _checker(config)
+    predictions = Predictions()
     limit, data_dir = config.limit, config.data_dir
     rows: list[Row] = []
     factcheck = (
@@ -144,7 +172,7 @@ def evaluate_model(config: NLIEvalConfig) -> list[Row]:
     if want("SNLI"):
         test = read_snli(locate_snli(config.snli_dir, config.cache_dir) / TEST_FILE)[:limit]
         ds = DevSet("snli_test", [(p.premise, p.hypothesis) for p in test], [p.label for p in test])
-        acc, speed = _accuracy(checker, ds)
+        acc, speed = _accuracy(checker, ds, "SNLI test", predictions)
         rows.append(Row("SNLI test", "accuracy", acc, len(test), speed))
         logger.info("SNLI test: %.4f (%d pairs, %.0f pairs/s)", acc, len(test), speed)
 
@@ -152,7 +180,10 @@ def evaluate_model(config: NLIEvalConfig) -> list[Row]:
         # chunk must read as neutral (no information), not as SNLI's same-photo contradiction.
         unrelated = unrelated_pairs(ds.pairs)
         acc, speed = _accuracy(
-            checker, DevSet("unrelated", unrelated, [NEUTRAL_ID] * len(unrelated))
+            checker,
+            DevSet("unrelated", unrelated, [NEUTRAL_ID] * len(unrelated)),
+            "SNLI test, unrelated premise",
+            predictions,
         )
         rows.append(Row("SNLI test, unrelated premise", "neutral rate", acc, len(unrelated), speed))
         logger.info("SNLI test, unrelated premise: neutral rate %.4f", acc)
@@ -172,12 +203,12 @@ def evaluate_model(config: NLIEvalConfig) -> list[Row]:
             ds = half(load_lingnli_val(path), False).head(limit)
         else:
             ds = load_anli(path).head(limit)
-        acc, speed = _accuracy(checker, ds)
+        acc, speed = _accuracy(checker, ds, name, predictions)
         rows.append(Row(name, "accuracy", acc, len(ds.pairs), speed))
         logger.info("%s: %.4f", name, acc)
 
     if want("Factcheck") and _present(factcheck, "Factcheck-GPT"):
-        rows += _factcheck_rows(checker, load_factcheck_dev(factcheck), limit)
+        rows += _factcheck_rows(checker, load_factcheck_dev(factcheck), limit, predictions)
 
     summac: list[float] = []
     for name in SUMMAC_SETS:
@@ -190,6 +221,7 @@ def evaluate_model(config: NLIEvalConfig) -> list[Row]:
         speed = len(ds.pairs) / (time.perf_counter() - t0)
         pred = [int(r.verdict == ENTAILMENT) for r in results]
         bacc = balanced_accuracy(ds.labels, pred)
+        predictions.add(f"SummaC {name}", "balanced", ds.labels, pred)
         if bacc is not None:
             summac.append(bacc)
         rows.append(Row(f"SummaC {name}", "balanced accuracy", bacc, len(ds.pairs), speed))
@@ -206,6 +238,8 @@ def evaluate_model(config: NLIEvalConfig) -> list[Row]:
         )
     if config.json_out:
         write_json(config.json_out, [asdict(r) for r in rows])
+    if config.predictions_out:
+        predictions.write(config.predictions_out)
     return rows
 
 

@@ -22,6 +22,7 @@ COMMANDS = (
     "bench-memory",
     "bench-judges",
     "average",
+    "compare-nli",
 )
 
 

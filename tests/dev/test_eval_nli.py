@@ -167,6 +167,35 @@ def test_eval_nli_command_prints_the_table(tmp_path: Path, tiny_bert: Path) -> N
     assert "| SICK test | accuracy |" in result.stdout and "SNLI" not in result.stdout
 
 
+def test_eval_nli_predictions_score_as_the_table_and_compare(tmp_path: Path, tiny_bert) -> None:
+    from ragcheck_local.dev.paired import METRICS, read_predictions
+
+    _, data = make_data(tmp_path)
+    preds, rows_file = tmp_path / "p.jsonl", tmp_path / "rows.json"
+    args = ["dev", "eval-nli", "--model", str(tiny_bert), "--data-dir", str(data), "--device",
+            "cpu", "--only", "SICK,SummaC,Factcheck", "--json", str(rows_file)]  # fmt: skip
+    result = CliRunner().invoke(main, [*args, "--predictions", str(preds)])
+    assert result.exit_code == 0, result.output
+    rows = {(r["name"], r["metric"]): r for r in json.loads(rows_file.read_text())}
+    sets = read_predictions(preds)
+    assert set(sets) == {"SICK test", "SummaC factcc", "Factcheck-GPT dev (report half)",
+                         "Factcheck-GPT dev (whole split)"}  # fmt: skip
+    table_metric = {
+        "accuracy": "accuracy",
+        "balanced": "balanced accuracy",
+        "supported-vs-rest": "supported-vs-rest balanced accuracy",
+    }
+    for name, s in sets.items():
+        row = rows[(name, table_metric[s.metric])]
+        assert row["n"] == len(s.gold)
+        assert METRICS[s.metric](s.gold, s.pred) == row["value"]
+    # A model against itself: every difference is 0, and nothing is called better.
+    same = CliRunner().invoke(main, ["dev", "compare-nli", str(preds), str(preds)])
+    assert same.exit_code == 0, same.output
+    assert "| SICK test | accuracy |" in same.output
+    assert "better" not in same.output
+
+
 def _calibrate(args: list[str]) -> str:
     result = CliRunner().invoke(main, ["dev", "calibrate", *args])
     assert result.exit_code == 0, result.output
