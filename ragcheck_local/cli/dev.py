@@ -479,3 +479,20 @@ def average(models: tuple[Path, ...], weights: tuple[float, ...], out: Path) -> 
     given = weights or tuple(1.0 / len(models) for _ in models)
     record = average_models(AverageConfig(models=models, weights=given, out=out))
     click.echo(json.dumps(record, indent=2))
+
+
+@dev.command("ledger")
+@click.argument("ledger", type=_FILE)
+@click.option(
+    "--card", type=_FILE, default=None,
+    help="Model card whose ledger block (between its markers) is rewritten.",
+)  # fmt: skip
+def ledger(ledger: Path, card: Path | None) -> None:
+    """The training ledger as Markdown table rows (printed), or rendered into a model card."""
+    from ..dev.ledger import ledger_rows, render_into
+
+    if not ledger.is_file():
+        raise click.BadParameter(f"{ledger} does not exist", param_hint="LEDGER")
+    if card is not None:
+        render_into(card, ledger)
+    click.echo("\n".join(ledger_rows(ledger)))

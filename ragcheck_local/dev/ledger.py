@@ -13,6 +13,7 @@ import json
 import time
 from pathlib import Path
 
+from ..errors import InputError
 from ..formats.files import write_text
 from ..formats.store import file_digest
 from .config import TrainConfig
@@ -68,3 +69,53 @@ def append_record(ledger: Path, record: dict[str, object]) -> dict[str, object]:
     record = {"segment": sum(1 for ln in previous.splitlines() if ln.strip()) + 1, **record}
     write_text(ledger, previous + json.dumps(record) + "\n")
     return record
+
+
+LEDGER_BEGIN = "<!-- ledger rows: rendered from training/ledger.jsonl -->"
+LEDGER_END = "<!-- /ledger rows -->"
+
+
+def ledger_rows(ledger: Path) -> list[str]:
+    """The ledger as Markdown table rows: each segment, where it started (the last kept
+    segment's checkpoint; a start whose ``init_sha256`` is not that checkpoint's hash is
+    flagged), steps, dev scores, SNLI test, wall time and whether it was kept."""
+    rows: list[str] = []
+    last_kept: int | None = None
+    last_hash: str | None = None
+    for _, r in iter_jsonl(ledger):
+        dev = r["dev"]
+        start = "v2 (shipped)" if last_kept is None else f"segment {last_kept}'s checkpoint"
+        if last_hash and r["init_sha256"] != last_hash:
+            start += " (**not** the committed checkpoint: hash differs)"
+        kept = r.get("kept", True)
+        scores = " / ".join(
+            f"{100 * dev[name][metric]:.1f}"
+            for name, metric in (
+                ("snli_val", "acc"),
+                ("grounding_dev", "acc"),
+                ("factcheck_traindev", "bal_e"),
+                ("wice_dev", "bal_e"),
+            )
+            if name in dev
+        )
+        snli = "" if r.get("snli_test_acc") is None else f"{100 * r['snli_test_acc']:.1f}%"
+        rows.append(
+            f"| {r['segment']} | {start} | {r['steps_done']} ({r['pairs_seen']:,}), best "
+            f"{r['best_step']} | {r['lr']:g}, {r['seed']} | {r['best_dev_score']:.4f} ({scores}) "
+            f"| {snli} | {r['train_seconds'] / 60:.0f} min | {'yes' if kept else 'no'} |"
+        )
+        if kept:
+            last_kept, last_hash = r["segment"], r["out_sha256"]
+    return rows
+
+
+def render_into(card: Path, ledger: Path) -> str:
+    """Rewrite the rows between the ledger markers of ``card`` (atomically); return the card."""
+    text = card.read_text(encoding="utf-8")
+    begin, end = text.find(LEDGER_BEGIN), text.find(LEDGER_END)
+    if begin < 0 or end < begin:
+        raise InputError(f"{card} has no {LEDGER_BEGIN!r} ... {LEDGER_END!r} block", field="card")
+    block = "\n".join([LEDGER_BEGIN, *ledger_rows(ledger), LEDGER_END])
+    text = text[:begin] + block + text[end + len(LEDGER_END) :]
+    write_text(card, text)
+    return text
