@@ -38,6 +38,7 @@ from ..dev.config import (
 _JUDGE_KINDS = tuple(KIND_JUDGE)
 _PATH = click.Path(path_type=Path)
 _FILE = click.Path(dir_okay=False, path_type=Path)
+_IN_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _DIR = click.Path(file_okay=False, path_type=Path)
 
 
@@ -317,8 +318,8 @@ def eval_nli(model: str | None, **options: Any) -> None:
 
 
 @dev.command("compare-nli")
-@click.argument("a", type=_FILE)
-@click.argument("b", type=_FILE)
+@click.argument("a", type=_IN_FILE)
+@click.argument("b", type=_IN_FILE)
 @click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def compare_nli(a: Path, b: Path, n_boot: int, seed: int) -> None:
@@ -482,17 +483,15 @@ def average(models: tuple[Path, ...], weights: tuple[float, ...], out: Path) -> 
 
 
 @dev.command("ledger")
-@click.argument("ledger", type=_FILE)
+@click.argument("ledger", type=_IN_FILE)
 @click.option(
-    "--card", type=_FILE, default=None,
+    "--card", type=_IN_FILE, default=None,
     help="Model card whose ledger block (between its markers) is rewritten.",
 )  # fmt: skip
 def ledger(ledger: Path, card: Path | None) -> None:
     """The training ledger as Markdown table rows (printed), or rendered into a model card."""
     from ..dev.ledger import ledger_rows, render_into
 
-    if not ledger.is_file():
-        raise click.BadParameter(f"{ledger} does not exist", param_hint="LEDGER")
     if card is not None:
         render_into(card, ledger)
     click.echo("\n".join(ledger_rows(ledger)))

@@ -23,14 +23,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from .perturb import (
-    coverage,
-    is_claim_like,
-    split_sentences,
-    swap_entity,
-    swap_number,
-    toggle_negation,
-)
+from .perturb import contradict, coverage, is_claim_like, split_sentences
 
 LOWERABLE = frozenset(
     "The It This These That A An In For If When Each Some Many Most All Its Their They".split()
@@ -40,26 +33,10 @@ LOWERABLE = frozenset(
 
 def join_facts(first: str, second: str, rng: random.Random) -> str:
     """Two statements as one claim: two sentences, or one sentence joined with ", and"."""
-    head = second.split(maxsplit=1)[0] if second.split() else ""
-    if head in LOWERABLE and first.endswith(".") and rng.random() < 0.5:
+    words = second.split(maxsplit=1)
+    if words and words[0] in LOWERABLE and first.endswith(".") and rng.random() < 0.5:
         return f"{first[:-1]}, and {second[0].lower()}{second[1:]}"
     return f"{first} {second}"
-
-
-def _contradicted(
-    sentence: str, numbers: Sequence[str], entities: Sequence[str], rng: random.Random
-) -> str | None:
-    options = [
-        lambda s: swap_number(s, numbers, rng),
-        lambda s: swap_entity(s, entities, rng),
-        toggle_negation,
-    ]
-    rng.shuffle(options)
-    for fn in options:
-        changed = fn(sentence)
-        if changed and changed != sentence:
-            return changed
-    return None
 
 
 def answer_pairs(
@@ -98,9 +75,9 @@ def answer_pairs(
                 out.append((premise, claim, "neutral", "merged_unsupported"))
 
         a, b = rng.sample(claims, 2)
-        changed = _contradicted(b, numbers, entities, rng)
-        if changed is not None:
-            pair = [a, changed]
+        contradicted = contradict(b, numbers, entities, rng)
+        if contradicted is not None:
+            pair = [a, contradicted[1]]
             rng.shuffle(pair)
             claim = join_facts(pair[0], pair[1], rng)
             out.append((premise, claim, "contradiction", "merged_contradicted"))

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..formats.files import write_json, write_text
+from ..formats.files import replace_dir, write_json
 from ..formats.store import file_digest
 from .config import AverageConfig
+from .train import write_float32_config
 
 logger = logging.getLogger(__name__)
 
@@ -117,11 +117,7 @@ def average_models(cfg: AverageConfig) -> dict[str, Any]:
     for name in ("config.json", *TOKENIZER_FILES):
         if (first / name).is_file():
             shutil.copyfile(first / name, tmp / name)
-    config = json.loads((first / "config.json").read_text(encoding="utf-8"))
-    # fp16 on disk, float32 in memory: as the trainer's checkpoints (both spellings of the field).
-    config["dtype"] = "float32"
-    config["torch_dtype"] = "float32"
-    write_text(tmp / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
+    write_float32_config(tmp / "config.json")  # fp16 on disk, as the trainer's checkpoints
     save_file(stored, str(tmp / WEIGHTS), metadata={"format": "pt"})
     head = first / "ragcheck.json"
     if head.is_file():
@@ -138,9 +134,7 @@ def average_models(cfg: AverageConfig) -> dict[str, Any]:
         "out_sha256": file_digest(tmp / WEIGHTS),
     }
     write_json(tmp / "average.json", record)
-    if cfg.out.exists():
-        shutil.rmtree(cfg.out)
-    os.replace(tmp, cfg.out)
+    replace_dir(tmp, cfg.out)
     logger.info(
         "wrote %s (weights %s); fit its head with dev calibrate --write",
         cfg.out,

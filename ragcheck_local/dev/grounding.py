@@ -64,6 +64,7 @@ from .datasets import (
 )
 from .perturb import (
     content_words,
+    contradict,
     coverage,
     drop_modifiers,
     entities_in,
@@ -72,9 +73,6 @@ from .perturb import (
     replace_subject_entity,
     split_coordination,
     split_sentences,
-    swap_entity,
-    swap_number,
-    toggle_negation,
     words,
 )
 
@@ -351,18 +349,10 @@ def pairs_for_document(
             claim, kind = rng.choice(clauses), "split_clause"
         rows.append(_row(passage, claim, "entailment", doc, kind))
         # Contradiction: number, entity or negation, in random order of preference.
-        sent = rng.choice(sents)
-        options = [
-            ("swap_number", lambda s: swap_number(s, doc_numbers, rng)),
-            ("swap_entity", lambda s: swap_entity(s, doc_entities, rng)),
-            ("negation", toggle_negation),
-        ]
-        rng.shuffle(options)
-        for kind, fn in options:
-            changed = fn(sent)
-            if changed and changed != sent:
-                rows.append(_row(passage, changed, "contradiction", doc, kind))
-                break
+        contradicted = contradict(rng.choice(sents), doc_numbers, doc_entities, rng)
+        if contradicted is not None:
+            kind, changed = contradicted
+            rows.append(_row(passage, changed, "contradiction", doc, kind))
         # Neutral: another passage's sentence the passage does not cover, else a foreign subject.
         others = [p for j, p in enumerate(doc_passages) if j != pi]
         neutral = None

@@ -143,8 +143,8 @@ def compare(
 def _row(
     name: str, metric: str, n: int, a: float | None, b: float | None, diffs: Sequence
 ) -> PairedRow:
-    finite = [np.nan if d is None else d for d in diffs]
-    low, high = (None, None) if np.all(np.isnan(finite)) else percentile_interval(finite)
+    values = [np.nan if d is None else d for d in diffs]
+    low, high = (None, None) if np.all(np.isnan(values)) else percentile_interval(values)
     return PairedRow(name, metric, n, a, b, _sub(b, a), low, high)
 
 

@@ -264,3 +264,21 @@ def toggle_negation(sentence: str) -> str | None:
     if m and m.start() > 0:
         return sentence[: m.end()] + " not" + sentence[m.end() :]
     return None
+
+
+def contradict(
+    sentence: str, numbers: Sequence[str], entities: Sequence[str], rng: random.Random
+) -> tuple[str, str] | None:
+    """``(kind, changed)``: the sentence with a number or name of the document swapped in, or
+    its negation toggled, trying the three in a random order; None when none applies."""
+    options = [
+        ("swap_number", lambda s: swap_number(s, numbers, rng)),
+        ("swap_entity", lambda s: swap_entity(s, entities, rng)),
+        ("negation", toggle_negation),
+    ]
+    rng.shuffle(options)
+    for kind, fn in options:
+        changed = fn(sentence)
+        if changed and changed != sentence:
+            return kind, changed
+    return None

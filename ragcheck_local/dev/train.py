@@ -27,7 +27,6 @@ import dataclasses
 import json
 import logging
 import math
-import os
 import platform
 import random
 import shutil
@@ -42,7 +41,7 @@ import torch
 from torch import nn
 
 from ..errors import InputError, ModelError, RagcheckError
-from ..formats.files import atomic_writer, write_text
+from ..formats.files import atomic_writer, replace_dir, write_text
 from ..formats.store import file_digest
 from ..judge.encoding import PairEncoder
 from ..metrics.stats import binary_balanced_accuracy
@@ -159,20 +158,28 @@ def lr_lambda(step: int, warmup: int, total: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
-def save_fp16(model: nn.Module, tokenizer: Any, out: Path) -> None:
-    """Save weights as fp16 safetensors; config says float32 so CPU loads upcast to float32."""
-    half = model.to("cpu").half()
-    half.save_pretrained(out, safe_serialization=True)
-    model.float()
-    cfg_path = out / "config.json"
+def write_float32_config(cfg_path: Path, **fields: Any) -> None:
+    """Rewrite a model's ``config.json`` to say float32 (plus ``fields``): fp16 weights on
+    disk then load as float32 on CPU."""
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
     # transformers 5 names the field ``dtype``, 4.x ``torch_dtype``; set both so either version
     # (and ``dtype="auto"``) loads float32 on CPU.
     cfg["dtype"] = "float32"
     cfg["torch_dtype"] = "float32"
-    cfg["id2label"] = {str(i): n for i, n in ID2LABEL.items()}
-    cfg["label2id"] = dict(LABEL2ID)
+    cfg.update(fields)
     write_text(cfg_path, json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
+def save_fp16(model: nn.Module, tokenizer: Any, out: Path) -> None:
+    """Save weights as fp16 safetensors; config says float32 so CPU loads upcast to float32."""
+    half = model.to("cpu").half()
+    half.save_pretrained(out, safe_serialization=True)
+    model.float()
+    write_float32_config(
+        out / "config.json",
+        id2label={str(i): n for i, n in ID2LABEL.items()},
+        label2id=dict(LABEL2ID),
+    )
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         # A tokenizer(..., padding, truncation) call (PairEncoder's self-check) leaves those
@@ -236,15 +243,8 @@ def _commit(out: Path, tmp: Path, kept: bool, best: float, previous_best: float 
         # recorded in the ledger, and the next segment starts from the same weights again.
         logger.info(json.dumps({"event": "not_kept", "best": best, "previous_best": previous_best}))
         shutil.rmtree(tmp)
-    elif out.exists():
-        old = out.with_name(out.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(out, old)
-        os.replace(tmp, out)
-        shutil.rmtree(old)
     else:
-        os.replace(tmp, out)
+        replace_dir(tmp, out)
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import glob
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -102,6 +103,20 @@ def atomic_writer(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def replace_dir(tmp: Path, out: Path) -> None:
+    """Move the finished directory ``tmp`` to ``out``, replacing ``out`` as a whole: the old
+    one is renamed aside first, so ``out`` is never half old, half new."""
+    if out.exists():
+        old = out.with_name(out.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(out, old)
+        os.replace(tmp, out)
+        shutil.rmtree(old)
+    else:
+        os.replace(tmp, out)
 
 
 def dumps_json(obj: Any, *, indent: int | None = 2) -> str:

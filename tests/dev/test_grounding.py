@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -154,16 +155,21 @@ def test_html_paragraphs_drop_code() -> None:
     ]
 
 
-def test_cli_writes_files(tmp_path: Path) -> None:
-    fc = tmp_path / "fc.jsonl"
-    fc.write_text(
+def _write_factcheck(path: Path, evidence: Callable[[int], str], n: int) -> Path:
+    """``n`` completely supported Factcheck-GPT rows ("The tower number i ...")."""
+    path.write_text(
         "".join(
-            json.dumps({"claim": f"The tower number {i} was built in 1889.", "evidence": EIFFEL,
-                        "stance": "completely-support"}) + "\n"
-            for i in range(30)
+            json.dumps({"claim": f"The tower number {i} was built in 1889.",
+                        "evidence": evidence(i), "stance": "completely-support"}) + "\n"
+            for i in range(n)
         ),
         encoding="utf-8",
     )  # fmt: skip
+    return path
+
+
+def test_cli_writes_files(tmp_path: Path) -> None:
+    fc = _write_factcheck(tmp_path / "fc.jsonl", lambda i: EIFFEL, 30)
     out = tmp_path / "out"
     args = ["--out", str(out), "--python-docs", str(tmp_path / "none"), "--factcheck", str(fc)]
     result = CliRunner().invoke(main, ["dev", "make-data", *args, "--min-words", "20"])
@@ -282,16 +288,11 @@ def test_answer_pairs_merge_facts_with_the_right_label() -> None:
 
 
 def test_answer_pairs_leave_the_grounding_rows_unchanged(tmp_path: Path) -> None:
-    fc = tmp_path / "fc.jsonl"
-    fc.write_text(
-        "".join(
-            json.dumps({"claim": f"The tower number {i} was built in 1889.",
-                        "evidence": f"{EIFFEL} It has {i + 3} floors. It was painted in 19{i:02d}.",
-                        "stance": "completely-support"}) + "\n"
-            for i in range(40)
-        ),
-        encoding="utf-8",
-    )  # fmt: skip
+    fc = _write_factcheck(
+        tmp_path / "fc.jsonl",
+        lambda i: f"{EIFFEL} It has {i + 3} floors. It was painted in 19{i:02d}.",
+        40,
+    )
     out = tmp_path / "out"
     args = ["--out", str(out), "--python-docs", str(tmp_path / "none"), "--factcheck", str(fc)]
     result = CliRunner().invoke(main, ["dev", "make-data", *args, "--min-words", "10"])
