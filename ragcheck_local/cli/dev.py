@@ -85,6 +85,10 @@ def dev(ctx: click.Context) -> None:
     "--wice", type=_DIR,
     help="WiCE folder (retrieval_claim_dev.jsonl, oracle_chunks_claim_dev.jsonl).",
 )  # fmt: skip
+@click.option("--fever", type=_DIR, help="FEVER folder (train claims + DocNLI dev).")
+@click.option("--halueval", type=_DIR, help="HaluEval folder (qa, summarization, dialogue).")
+@click.option("--mnli", type=_FILE, help="MNLI dev CSV (its dev split is held out).")
+@click.option("--scitail", type=_FILE, help="SciTail CSV (a dev split is held out).")
 @click.option("--seed", type=int, default=_default(GroundingConfig, "seed"), show_default=True)
 @click.option(
     "--min-words", type=int, default=_default(GroundingConfig, "min_words"), show_default=True
@@ -102,7 +106,8 @@ def dev(ctx: click.Context) -> None:
 )  # fmt: skip
 def make_data(**options: Any) -> None:
     """Build claim-against-passage NLI training data: synthetic grounding pairs (Python docs,
-    Factcheck-GPT evidence), Factcheck-GPT train/train-dev pairs and WiCE pairs; writes JSONL
+    Factcheck-GPT evidence), Factcheck-GPT train/train-dev pairs, WiCE pairs and, when given,
+    FEVER, HaluEval, MNLI and SciTail pairs (dev/realdata.py); writes JSONL
     files and counts.json to --out and prints the counts."""
     from ..dev.grounding import make_data as build
 
@@ -315,6 +320,31 @@ def eval_nli(model: str | None, **options: Any) -> None:
     rows = evaluate_model(config)
     click.echo()
     click.echo(format_table(rows, config.model))
+
+
+@dev.command("behaviour")
+@click.option("--model", default=None, help="Model directory (default: the bundled model).")
+@click.option("--device", default="auto", show_default=True)
+@click.option(
+    "--no-calibration", "calibrate", is_flag=True, flag_value=False, default=True,
+    help="Argmax verdicts even when the model ships a calibration head.",
+)  # fmt: skip
+@click.option("--json", "json_out", type=_FILE, default=None, help="Also write the outcomes here.")
+def behaviour(model: str | None, device: str, calibrate: bool, json_out: Path | None) -> None:
+    """Run the hand-written behaviour suite (number/entity swaps, negation, hedges,
+    paraphrase, partial support, repeated and irrelevant chunks, in each direction) through
+    the engine's checker; prints one Markdown table."""
+    from ..dev.behaviour import as_json, format_table, run_cases
+    from ..formats.files import write_json
+    from ..judge.checker import NLIChecker, NLIConfig
+    from ..resources import default_model_path
+
+    path = model or str(default_model_path())
+    checker = NLIChecker(NLIConfig(model=path, device=device, calibrate=calibrate))
+    outcomes = run_cases(checker)
+    if json_out:
+        write_json(json_out, as_json(outcomes))
+    click.echo(format_table(outcomes, path))
 
 
 @dev.command("compare-nli")

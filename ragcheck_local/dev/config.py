@@ -57,6 +57,14 @@ class GroundingConfig:
     """Factcheck-GPT ``claim_evidence_stance.jsonl``."""
     wice: Path | None = None
     """WiCE folder (``retrieval_claim_dev.jsonl``, ``oracle_chunks_claim_dev.jsonl``)."""
+    fever: Path | None = None
+    """FEVER folder (``fever_train_claim_evidence.jsonl``, ``docnli_fever_dev.tsv``)."""
+    halueval: Path | None = None
+    """HaluEval folder (``qa.jsonl``, ``summarization.jsonl``, ``dialogue.jsonl``)."""
+    mnli: Path | None = None
+    """MNLI dev CSV (``mnli_dev.csv``; its own dev split is held out)."""
+    scitail: Path | None = None
+    """SciTail CSV (``scitail_dev.csv``; a dev split is held out)."""
     seed: int = 13
     min_words: int = 40
     max_words: int = 170

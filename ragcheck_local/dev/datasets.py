@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import random
+import re
 import subprocess
 import sys
 import tarfile
@@ -421,3 +422,139 @@ def read_instances(path: Path) -> list[Instance]:
         else:
             grouped[iid] = dataclasses.replace(seen, labels=(*seen.labels, labels))
     return list(grouped.values())
+
+
+# ------------------------------------------------------------------------------------------
+# FEVER, HaluEval, MNLI dev and SciTail (training allowed outside their dev splits)
+
+FEVER_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+FEVER_TRAIN = "fever_train_claim_evidence.jsonl"
+FEVER_DEV = "docnli_fever_dev.tsv"
+_FEVER_SPACING = (
+    (re.compile(r" ([,.;:!?%)\]}])"), r"\1"),
+    (re.compile(r"([(\[{$]) "), r"\1"),
+    (re.compile(r" (['’](?:s|re|ve|d|ll|m|t)\b)"), r"\1"),
+    (re.compile(r" n't\b"), "n't"),
+    (re.compile(r"`` ?| ?''"), '"'),
+    (re.compile(r" -- "), " – "),
+    (re.compile(r"\s+"), " "),
+)
+
+
+def fever_text(text: str) -> str:
+    """FEVER/DocNLI text with its tokenised spacing undone (``word ,`` -> ``word,``,
+    ``( 2008 )`` -> ``(2008)``, ``'s``, ``--``), so spacing cannot become a cue."""
+    for pattern, repl in _FEVER_SPACING:
+        text = pattern.sub(repl, text)
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class FeverClaim:
+    """One FEVER train claim with its gold evidence sentences (spacing undone)."""
+
+    claim_id: str
+    claim: str
+    evidence: tuple[str, ...]
+    label: str
+
+
+def read_fever_train(path: Path) -> list[FeverClaim]:
+    """``fever_train_claim_evidence.jsonl``, validated (FEVER train: training allowed)."""
+    out = []
+    for lineno, row in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        if row.get("label") not in FEVER_LABELS:
+            raise InputError(f"bad value {row.get('label')!r}", record=where, field="label")
+        claim, evidence = row.get("claim"), row.get("evidence")
+        if not isinstance(claim, str) or not claim.strip():
+            raise InputError("missing or not text", record=where, field="claim")
+        if not isinstance(evidence, list) or not all(isinstance(s, str) for s in evidence):
+            raise InputError("not a list of sentences", record=where, field="evidence")
+        sentences = tuple(dict.fromkeys(t for t in (fever_text(s) for s in evidence) if t))
+        out.append(FeverClaim(str(row.get("id", lineno)), claim.strip(), sentences, row["label"]))
+    return out
+
+
+def load_fever_dev(path: Path) -> DevSet:
+    """DocNLI's binary FEVER dev (``label \\t premise \\t hypothesis``; dev only, never
+    trained on): entailment -> 0, not_entailment -> 1 (score it entailment-vs-rest)."""
+    pairs, labels = [], []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 3 or parts[0] not in ("entailment", "not_entailment"):
+                raise InputError(
+                    f"want 'label<TAB>premise<TAB>hypothesis', got {line[:60]!r}",
+                    record=f"{path}:{lineno}",
+                    field="label",
+                )
+            pairs.append((fever_text(parts[1]), parts[2].strip()))
+            labels.append(0 if parts[0] == "entailment" else NEUTRAL_ID)
+    return DevSet("fever_dev", pairs, labels)
+
+
+@dataclass(frozen=True)
+class HaluEvalRow:
+    """One HaluEval row: a source with its faithful and its hallucinated text."""
+
+    source: str
+    faithful: str
+    hallucinated: str
+
+
+HALUEVAL_FIELDS: dict[str, tuple[str, str, str]] = {
+    "qa": ("knowledge", "right_answer", "hallucinated_answer"),
+    "summarization": ("document", "right_summary", "hallucinated_summary"),
+    "dialogue": ("knowledge", "right_response", "hallucinated_response"),
+}
+
+
+def is_halueval_dev(source: str) -> bool:
+    """HaluEval's fixed dev split: first sha1 hex digit of the knowledge/document is 0 or 1."""
+    return claim_sha1(source)[0] in "01"
+
+
+def read_halueval(path: Path, part: str) -> list[HaluEvalRow]:
+    """One HaluEval part; a qa row's texts become claims made of question and answer."""
+    if part not in HALUEVAL_FIELDS:
+        raise InputError(f"unknown HaluEval part {part!r}", field="part")
+    src, good, bad = HALUEVAL_FIELDS[part]
+    out = []
+    for lineno, row in iter_jsonl(path):
+        for name in (src, good, bad, *(("question",) if part == "qa" else ())):
+            if not isinstance(row.get(name), str) or not row[name].strip():
+                raise InputError("missing or not text", record=f"{path}:{lineno}", field=name)
+        faithful, hallucinated = row[good].strip(), row[bad].strip()
+        if part == "qa":
+            q = row["question"].strip()
+            faithful, hallucinated = f"{q} {faithful}", f"{q} {hallucinated}"
+        out.append(HaluEvalRow(row[src].strip(), faithful, hallucinated))
+    return out
+
+
+def is_nli_csv_dev(hypothesis: str) -> bool:
+    """MNLI dev's fixed dev split (first sha1 hex digit of the hypothesis 0-1); SciTail uses
+    the same rule (SOURCES.md gives it none: ours, so its reported numbers are held out)."""
+    return claim_sha1(hypothesis)[0] in "01"
+
+
+def read_nli_csv(path: Path) -> list[tuple[str, str, str]]:
+    """``premise,hypothesis,label`` rows (MNLI, SciTail); ``not_entailment`` -> neutral."""
+    out = []
+    with path.open(encoding="utf-8", newline="") as fh:
+        for lineno, row in enumerate(csv.DictReader(fh), 2):
+            label = (row.get("label") or "").strip()
+            label = "neutral" if label == "not_entailment" else label
+            if label not in LABEL2ID:
+                raise InputError(f"bad value {label!r}", record=f"{path}:{lineno}", field="label")
+            premise, hypothesis = (
+                (row.get("premise") or "").strip(),
+                (row.get("hypothesis") or "").strip(),
+            )
+            if not premise or not hypothesis:
+                raise InputError("empty", record=f"{path}:{lineno}", field="premise/hypothesis")
+            out.append((" ".join(premise.split()), " ".join(hypothesis.split()), label))
+    return out

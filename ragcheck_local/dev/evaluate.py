@@ -236,10 +236,106 @@ def evaluate_model(config: NLIEvalConfig) -> list[Row]:
                 None,
             )
         )
+    rows += _real_rows(checker, config, want, predictions)
     if config.json_out:
         write_json(config.json_out, [asdict(r) for r in rows])
     if config.predictions_out:
         predictions.write(config.predictions_out)
+    return rows
+
+
+def _binary_row(checker: NLIChecker, ds: DevSet, name: str, predictions: Predictions) -> Row:
+    """Supported-vs-rest balanced accuracy of a pair set through the windowed checker."""
+    pred, speed = _predict(checker, ds.pairs)
+    bacc = binary_balanced_accuracy(np.asarray(ds.labels), pred, ENTAILMENT_ID)
+    predictions.add(name, "supported-vs-rest", ds.labels, pred)
+    logger.info("%s: supported-vs-rest balanced %s", name, _fmt(bacc))
+    return Row(name, "supported-vs-rest balanced accuracy", bacc, len(ds.pairs), speed)
+
+
+def _summary_row(checker: NLIChecker, ds: DevSet, name: str, predictions: Predictions) -> Row:
+    """HaluEval summarization: each summary scored as a response against its document, split
+    into sentences (:func:`~.realdata.split_sentences`); faithful when at least half of its
+    sentences are Entailment (faithfulness >= 0.5); balanced accuracy over summaries."""
+    from .realdata import split_sentences
+
+    owner, pairs = [], []
+    for i, (document, summary) in enumerate(ds.pairs):
+        for sent in split_sentences(summary) or [summary]:
+            owner.append(i)
+            pairs.append((document, sent))
+    t0 = time.perf_counter()
+    verdicts = [r.verdict == ENTAILMENT for r in checker.check(pairs)]
+    speed = len(ds.pairs) / (time.perf_counter() - t0)
+    entailed = np.zeros(len(ds.pairs))
+    total = np.zeros(len(ds.pairs))
+    for i, ok in zip(owner, verdicts, strict=True):
+        total[i] += 1
+        entailed[i] += ok
+    pred = [int(e / t >= 0.5) for e, t in zip(entailed, total, strict=True)]
+    bacc = balanced_accuracy(ds.labels, pred)
+    predictions.add(name, "balanced", ds.labels, pred)
+    logger.info("%s: balanced %s", name, _fmt(bacc))
+    return Row(name, "balanced accuracy (faithfulness >= 0.5)", bacc, len(ds.pairs), speed)
+
+
+def _real_rows(
+    checker: NLIChecker, config: NLIEvalConfig, want: object, predictions: Predictions
+) -> list[Row]:
+    """The real-claim dev sets beside ``data_dir`` (``../shared/data``): DocNLI FEVER dev,
+    HaluEval's dev split (each part), MNLI dev's and SciTail's dev splits; each skipped when
+    absent. ``limit`` caps pairs (summaries for HaluEval summarization, default 400)."""
+    from .datasets import (
+        HALUEVAL_FIELDS,
+        LABEL2ID,
+        is_halueval_dev,
+        is_nli_csv_dev,
+        load_fever_dev,
+        read_halueval,
+        read_nli_csv,
+    )
+
+    root, limit = config.data_dir.parent, config.limit
+    rows: list[Row] = []
+    fever = root / "fever" / "docnli_fever_dev.tsv"
+    if want("FEVER") and _present(fever, "DocNLI FEVER dev"):  # type: ignore[operator]
+        rows.append(
+            _binary_row(checker, load_fever_dev(fever).head(limit), "DocNLI FEVER dev", predictions)
+        )
+    for part in HALUEVAL_FIELDS:
+        path = root / "halueval" / f"{part}.jsonl"
+        name = f"HaluEval dev {part}"
+        if not want("HaluEval") or not _present(path, name):  # type: ignore[operator]
+            continue
+        dev = [r for r in read_halueval(path, part) if is_halueval_dev(r.source)]
+        pairs = [(r.source, t) for r in dev for t in (r.faithful, r.hallucinated)]
+        labels = [lab for _ in dev for lab in (1, 0)]
+        if part == "summarization":
+            ds = DevSet(name, pairs, labels).head(limit or 400)
+            rows.append(_summary_row(checker, ds, name, predictions))
+        else:
+            gold = [ENTAILMENT_ID if lab else NEUTRAL_ID for lab in labels]
+            rows.append(
+                _binary_row(checker, DevSet(name, pairs, gold).head(limit), name, predictions)
+            )
+    for what, file, three_way in (
+        ("MNLI", "mnli_dev.csv", True),
+        ("SciTail", "scitail_dev.csv", False),
+    ):
+        path = root / "nli-train" / file
+        name = f"{what} dev split"
+        if not want(what) or not _present(path, name):  # type: ignore[operator]
+            continue
+        data = [r for r in read_nli_csv(path) if is_nli_csv_dev(r[1])]
+        ds = DevSet(name, [(p, h) for p, h, _ in data], [LABEL2ID[lab] for *_, lab in data]).head(
+            limit
+        )
+        if three_way:
+            acc, speed = _accuracy(checker, ds, name, predictions)
+            rows.append(Row(name, "accuracy", acc, len(ds.pairs), speed))
+            logger.info("%s: %.4f", name, acc)
+        else:
+            rows.append(_binary_row(checker, ds, name, predictions))
     return rows
 
 

@@ -472,6 +472,12 @@ def make_data(config: GroundingConfig) -> dict[str, object]:
         counts["wice_train"] = write_jsonl(out / "wice_train.jsonl", w_train)
         counts["wice_dev"] = write_jsonl(out / "wice_dev.jsonl", w_dev)
         counts["wice_train_by_kind"] = count_kinds(w_train)
+    real = {"fever": config.fever, "halueval": config.halueval}
+    real |= {"mnli": config.mnli, "scitail": config.scitail}
+    if any(v is not None for v in real.values()):
+        from .realdata import RealDataConfig, build_real
+
+        counts.update(build_real(out, cfg=RealDataConfig(seed=config.seed), **real))
     if not docs:
         raise InputError(
             f"no source documents (no Python documentation at {config.python_docs}, "
