@@ -374,14 +374,36 @@ def compare_nli(a: Path, b: Path, n_boot: int, seed: int) -> None:
     help="Resamples for 95% intervals of each Pearson and its difference to ROUGE-L (0: off).",
 )  # fmt: skip
 @click.option("--out", type=_FILE, default=None, help="Write the full result as JSON here.")
-def meta_eval(**options: Any) -> None:
+@click.option(
+    "--choose-shift", default="", metavar="S1,S2,...",
+    help="Entailment-threshold shifts of the head (log-odds) to choose from by agreement "
+    "with the human labels (dev half only), instead of one evaluation.",
+)  # fmt: skip
+@click.option(
+    "--write-shift", is_flag=True,
+    help="With --choose-shift: write the chosen head into the model's ragcheck.json.",
+)  # fmt: skip
+def meta_eval(choose_shift: str, write_shift: bool, **options: Any) -> None:
     """Meta-evaluation: correlate the engine's metrics (and ROUGE-L, coverage) with the human
     judgments of RAGChecker's human_labeled_data.json (a JSON list or JSON Lines)."""
-    from ..dev.meta_eval import format_result, meta_evaluate
+    from ..dev import meta_eval as me
 
     config = MetaEvalConfig(**options)
-    result = meta_evaluate(config)
-    click.echo(format_result(result, config.bootstrap))
+    if choose_shift:
+        try:
+            shifts = [float(s) for s in choose_shift.split(",") if s.strip()]
+        except ValueError:
+            raise click.BadParameter(
+                f"not numbers: {choose_shift!r}", param_hint="--choose-shift"
+            ) from None
+        result = me.choose_shift(config, shifts)
+        click.echo(me.shift_table(result))
+        if write_shift:
+            path = me.write_shift(result["model"], result["best"]["shift"], str(config.data))
+            click.echo(f"wrote {path}")
+        return
+    result = me.meta_evaluate(config)
+    click.echo(me.format_result(result, config.bootstrap))
 
 
 @dev.command("bench")
@@ -525,3 +547,14 @@ def ledger(ledger: Path, card: Path | None) -> None:
     if card is not None:
         render_into(card, ledger)
     click.echo("\n".join(ledger_rows(ledger)))
+
+
+@dev.command("checksums")
+@click.argument("model_dir", type=_DIR)
+def checksums(model_dir: Path) -> None:
+    """Write MODEL_DIR/checksums.sha256: the sha256 of the model's config, weights, tokenizer
+    and ragcheck.json, which every load then checks (run it on a model you trust; dev train,
+    dev average and dev calibrate --write write it themselves)."""
+    from ..judge.weights import write_checksums
+
+    click.echo(f"wrote {write_checksums(model_dir)}")

@@ -14,7 +14,9 @@ min-max scaled to [-2, 2] with undefined values set to the median, repeated for 
 annotator's label, and compared with the labels by Pearson and Spearman correlation (×100).
 Annotator agreement is the correlation between the first and the second annotator's labels.
 
-Evaluation only: never fit a model, a threshold or a calibration on this data.
+Never fit a model on this data. The *dev half* (``human_labeled_dev.json``) may choose a
+verdict rule (:func:`choose_shift`: the entailment threshold of the head that agrees best with
+people there); the held-out half is never read by any tool here.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -279,6 +282,103 @@ def meta_evaluate(config: MetaEvalConfig) -> dict[str, Any]:
         # json.dumps as before: a constant metric's correlation is NaN, which write_json refuses.
         write_text(config.out, json.dumps(result, indent=2) + "\n")
     return result
+
+
+def shifted_head(head: Any, shift: float) -> Any:
+    """``head`` with ``shift`` added to its Entailment row's bias weight: the Entailment
+    decision threshold moved by ``shift`` in log-odds (positive: Entailment more often)."""
+    import dataclasses
+
+    if "bias" not in head.features:
+        raise InputError("the head has no 'bias' feature to shift", field="calibration")
+    col = head.features.index("bias")
+    rows = [list(r) for r in head.weights]
+    rows[0][col] += shift
+    return dataclasses.replace(head, weights=tuple(tuple(r) for r in rows))
+
+
+def choose_shift(config: MetaEvalConfig, shifts: Sequence[float]) -> dict[str, Any]:
+    """Score the data once per entailment-threshold shift of the model's head
+    (:func:`shifted_head`; the model's probabilities are computed once and cached) and choose
+    the shift whose headline Pearson correlations (precision, recall, f1 against correctness,
+    completeness, overall) have the highest mean. Use it on the dev half only."""
+    import dataclasses
+    import tempfile
+
+    from ..formats.files import write_json
+    from ..judge.calibration import load_calibration
+    from ..resources import default_model_path
+
+    model = config.model or default_model_path()
+    head = load_calibration(model)
+    if head is None:
+        raise InputError(f"{model} ships no calibration head to shift", field="model")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="ragcheck-shift-") as tmp:
+        cache = Path(tmp) / "probs.sqlite"
+        for i, shift in enumerate(shifts):
+            path = Path(tmp) / f"head_{i}.json"
+            write_json(path, {"calibration": shifted_head(head, shift).to_dict()})
+            sets = (*config.sets, f"nli.calibration={path}", f"run.cache={cache}")
+            run = dataclasses.replace(config, sets=sets, bootstrap=0, out=None)
+            corr = meta_evaluate(run)["correlations"]
+            row: dict[str, Any] = {"shift": shift}
+            for label, metric in HEADLINE.items():
+                row[metric] = corr[label][metric]["pearson"]
+                row[f"soft_{metric}"] = corr[label][f"soft_{metric}"]["pearson"]
+                row[f"rouge_l_{label}"] = corr[label]["rouge_l"]["pearson"]
+            mean = float(np.mean([row[m] for m in HEADLINE.values()]))
+            # A rule that makes a metric constant has no correlation (NaN): never chosen.
+            row["mean"] = mean if math.isfinite(mean) else None
+            logger.info("shift %+.2f: %s", shift, row)
+            rows.append(row)
+    ranked = [r for r in rows if r["mean"] is not None]
+    if not ranked:
+        raise InputError("no shift gives defined correlations", field="choose_shift")
+    best = max(ranked, key=lambda r: (r["mean"], -abs(r["shift"])))
+    return {"model": str(model), "data": str(config.data), "rows": rows, "best": best}
+
+
+def write_shift(model: str | Path, shift: float, data: str) -> Path:
+    """Write the model's head shifted by ``shift`` into its ``ragcheck.json`` (the old head's
+    fields kept, ``fitted_on`` extended), refresh its checksums; return the file."""
+    from ..formats.files import write_json
+    from ..judge.calibration import METADATA_FILE, load_calibration, read_model_metadata
+    from ..judge.weights import write_checksums
+
+    head = load_calibration(model)
+    if head is None:
+        raise InputError(f"{model} ships no calibration head to shift", field="model")
+    meta = read_model_metadata(model)
+    old = meta["calibration"]
+    new = shifted_head(head, shift).to_dict()
+    new["fitted_on"] = f"{head.fitted_on}; entailment bias {shift:+.2f} chosen on {data}"
+    meta["calibration"] = {**old, **new}
+    path = Path(model) / METADATA_FILE
+    write_json(path, meta)
+    write_checksums(model)
+    return path
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.1f}"
+
+
+def shift_table(result: dict[str, Any]) -> str:
+    """Markdown table of :func:`choose_shift`'s rows (Pearson), the chosen one marked."""
+    lines = [
+        "| shift | precision | recall | f1 | soft p / r / f1 | mean | |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in result["rows"]:
+        mark = "chosen" if r is result["best"] else ""
+        hard = " | ".join(_num(r[m]) for m in HEADLINE.values())
+        soft = " / ".join(_num(r["soft_" + m]) for m in HEADLINE.values())
+        lines.append(f"| {r['shift']:+.2f} | {hard} | {soft} | {_num(r['mean'])} | {mark} |")
+    b = result["best"]
+    rouge = ", ".join(f"{label} {_num(b['rouge_l_' + label])}" for label in HEADLINE)
+    lines.append(f"ROUGE-L: {rouge}")
+    return "\n".join(lines)
 
 
 def headline_table(correlations: dict[str, Any]) -> str:
