@@ -34,6 +34,17 @@ def _rounded(value: object) -> object:
     return None if value is None else round(float(value), 4)  # type: ignore[arg-type]
 
 
+def dev_metrics(cfg: TrainConfig) -> dict[str, str]:
+    """Each dev set of the dev score and the metric it is scored by, in order."""
+    from .train_data import parse_dev_metric
+
+    out = {"snli_val": "acc"}
+    for spec in cfg.extra_dev:
+        path, metric = parse_dev_metric(spec)
+        out[path.stem] = metric
+    return out
+
+
 def ledger_record(
     cfg: TrainConfig, metrics: dict[str, object], out: Path | None, init_sha256: str | None
 ) -> dict[str, object]:
@@ -54,6 +65,7 @@ def ledger_record(
             name: {k: (_rounded(v) if k != "n" else v) for k, v in ev.items()}
             for name, ev in dev.items()  # type: ignore[union-attr]
         },
+        "dev_metrics": dev_metrics(cfg),
         "snli_test_acc": _rounded(metrics["snli_test_acc"]),
         "unrelated_neutral_rate": _rounded(metrics["unrelated_neutral_rate"]),
         "train_seconds": metrics["train_seconds"],
@@ -73,6 +85,22 @@ def append_record(ledger: Path, record: dict[str, object]) -> dict[str, object]:
 
 LEDGER_BEGIN = "<!-- ledger rows: rendered from training/ledger.jsonl -->"
 LEDGER_END = "<!-- /ledger rows -->"
+LEGACY_DEV = (
+    ("snli_val", "acc"),
+    ("grounding_dev", "acc"),
+    ("factcheck_traindev", "bal_e"),
+    ("wice_dev", "bal_e"),
+)
+"""The dev sets of a record written before records named their own (``dev_metrics``)."""
+
+
+def ledger_markers(ledger: Path) -> tuple[str, str]:
+    """The card markers between which ``ledger``'s rows are rendered (one pair per ledger
+    file, so a card can hold the table of every training round)."""
+    return LEDGER_BEGIN.replace("ledger.jsonl", ledger.name), LEDGER_END.replace(
+        "ledger rows",
+        f"ledger rows {ledger.name}" if ledger.name != "ledger.jsonl" else "ledger rows",
+    )
 
 
 def ledger_rows(ledger: Path) -> list[str]:
@@ -88,15 +116,12 @@ def ledger_rows(ledger: Path) -> list[str]:
         if last_hash and r["init_sha256"] != last_hash:
             start += " (**not** the committed checkpoint: hash differs)"
         kept = r.get("kept", True)
+        named = r.get("dev_metrics")
+        sets = tuple(named.items()) if isinstance(named, dict) else LEGACY_DEV
         scores = " / ".join(
             f"{100 * dev[name][metric]:.1f}"
-            for name, metric in (
-                ("snli_val", "acc"),
-                ("grounding_dev", "acc"),
-                ("factcheck_traindev", "bal_e"),
-                ("wice_dev", "bal_e"),
-            )
-            if name in dev
+            for name, metric in sets
+            if name in dev and dev[name].get(metric) is not None
         )
         snli = "" if r.get("snli_test_acc") is None else f"{100 * r['snli_test_acc']:.1f}%"
         rows.append(
@@ -112,10 +137,11 @@ def ledger_rows(ledger: Path) -> list[str]:
 def render_into(card: Path, ledger: Path) -> str:
     """Rewrite the rows between the ledger markers of ``card`` (atomically); return the card."""
     text = card.read_text(encoding="utf-8")
-    begin, end = text.find(LEDGER_BEGIN), text.find(LEDGER_END)
+    first, last = ledger_markers(ledger)
+    begin, end = text.find(first), text.find(last)
     if begin < 0 or end < begin:
-        raise InputError(f"{card} has no {LEDGER_BEGIN!r} ... {LEDGER_END!r} block", field="card")
-    block = "\n".join([LEDGER_BEGIN, *ledger_rows(ledger), LEDGER_END])
-    text = text[:begin] + block + text[end + len(LEDGER_END) :]
+        raise InputError(f"{card} has no {first!r} ... {last!r} block", field="card")
+    block = "\n".join([first, *ledger_rows(ledger), last])
+    text = text[:begin] + block + text[end + len(last) :]
     write_text(card, text)
     return text

@@ -65,3 +65,28 @@ def test_render_rewrites_only_the_block(ledger: Path, tmp_path: Path) -> None:
     card.write_text("# no markers\n")
     with pytest.raises(InputError, match="no '<!-- ledger rows"):
         render_into(card, ledger)
+
+
+def test_a_round_with_its_own_dev_sets_renders_them_between_its_own_markers(
+    tmp_path: Path,
+) -> None:
+    from ragcheck_local.dev.ledger import ledger_markers
+
+    path = tmp_path / "ledger_round3.jsonl"
+    record = _segment(1, "v2", "ccc", True, 0.8)
+    record["dev"] = {
+        "snli_val": {"acc": 0.81, "n": 5},
+        "fever_dev": {"acc": 0.7, "bal_e": 0.9, "n": 5},
+    }
+    record["dev_metrics"] = {"snli_val": "acc", "fever_dev": "bal_e"}
+    path.write_text(json.dumps(record) + "\n")
+    [row] = ledger_rows(path)
+    assert "0.8000 (81.0 / 90.0)" in row
+    first, last = ledger_markers(path)
+    assert "ledger_round3.jsonl" in first and first != LEDGER_BEGIN and last != LEDGER_END
+    assert ledger_markers(tmp_path / "ledger.jsonl") == (LEDGER_BEGIN, LEDGER_END)
+    card = tmp_path / "card.md"
+    card.write_text(f"a\n{LEDGER_BEGIN}\nold\n{LEDGER_END}\n{first}\n{last}\nz\n")
+    text = render_into(card, path)
+    assert f"{LEDGER_BEGIN}\nold\n{LEDGER_END}" in text  # round 2's table untouched
+    assert f"{first}\n{row}\n{last}" in text
