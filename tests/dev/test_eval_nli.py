@@ -343,3 +343,64 @@ def test_unrelated_set_is_all_neutral_and_keeps_no_premise() -> None:
     assert out.name == "unrelated_snli_val"
     assert out.labels == [datasets.LABEL2ID["neutral"]] * len(out.pairs) and out.pairs
     assert all((p, h) not in ds.pairs for p, h in out.pairs)
+
+
+def test_eval_nli_real_claim_sets_beside_the_data_dir(tmp_path: Path, tiny_bert: Path) -> None:
+    # FEVER dev (DocNLI), HaluEval's dev split and the MNLI/SciTail dev splits sit beside
+    # nli-eval/ in ../shared/data; each is read with its split rule.
+    data = tmp_path / "nli-eval"
+    data.mkdir()
+    (tmp_path / "fever").mkdir()
+    (tmp_path / "fever" / "docnli_fever_dev.tsv").write_text(
+        "entailment\tA ( b ) is c .\tA is c.\nnot_entailment\tX is y .\tX is z.\n"
+    )
+    (tmp_path / "halueval").mkdir()
+    sources = [f"Bridge {i} opened in the year {1900 + i}." for i in range(40)]
+    n_dev = sum(datasets.is_halueval_dev(s) for s in sources)
+    assert n_dev > 0
+    rows = {
+        "qa": [
+            {"knowledge": s, "question": "When?", "right_answer": "1900",
+             "hallucinated_answer": "2000"}
+            for s in sources
+        ],
+        "summarization": [
+            {"document": s, "right_summary": s, "hallucinated_summary": "It fell down. It was red."}
+            for s in sources
+        ],
+        "dialogue": [
+            {"knowledge": s, "dialogue_history": "[Human]: hi", "right_response": s,
+             "hallucinated_response": "No idea."}
+            for s in sources
+        ],
+    }  # fmt: skip
+    for part, part_rows in rows.items():
+        (tmp_path / "halueval" / f"{part}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in part_rows)
+        )
+    (tmp_path / "nli-train").mkdir()
+    hyps = [f"h{i}" for i in range(60)]
+    csv_rows = "".join(f"p,{h},entailment\n" for h in hyps)
+    (tmp_path / "nli-train" / "mnli_dev.csv").write_text("premise,hypothesis,label\n" + csv_rows)
+    (tmp_path / "nli-train" / "scitail_dev.csv").write_text(
+        "premise,hypothesis,label\n" + csv_rows.replace("entailment", "not_entailment")
+    )
+    config = NLIEvalConfig(
+        model=str(tiny_bert), data_dir=data, device="cpu", batch_size=8,
+        only="FEVER,HaluEval,MNLI,SciTail",
+    )  # fmt: skip
+    out = {r.name: r for r in evaluate_model(config)}
+    assert list(out) == [
+        "DocNLI FEVER dev",
+        "HaluEval dev qa",
+        "HaluEval dev summarization",
+        "HaluEval dev dialogue",
+        "MNLI dev split",
+        "SciTail dev split",
+    ]
+    assert out["DocNLI FEVER dev"].n == 2
+    assert out["HaluEval dev qa"].n == 2 * n_dev  # the faithful and the hallucinated answer
+    assert out["HaluEval dev summarization"].metric.startswith("balanced accuracy")
+    n_split = sum(datasets.is_nli_csv_dev(h) for h in hyps)
+    assert out["MNLI dev split"].n == n_split == out["SciTail dev split"].n
+    assert all(r.value is None or 0.0 <= r.value <= 1.0 for r in out.values())
