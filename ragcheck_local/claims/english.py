@@ -89,6 +89,22 @@ _LEADIN_VERBS = frozenset(
     "involves comprise comprises".split()
 )
 _COORD_RE = re.compile(r",?\s+(?:and|but)\s+|;\s+")
+# Words ending in -ed that are no past participle ("seed", "red"): never a clause's verb.
+_ED_NOT_VERBS = frozenset(
+    "bed bred bread creed deed feed greed hundred kindred naked need red reed sacred seed shed "
+    "sled speed steed tweed weed wicked".split()
+)
+# After a participle that starts a clause ("… and published in 1813"): what may follow it.
+_AFTER_PARTICIPLE = (
+    _PREPOSITIONS
+    | _DETERMINERS
+    | frozenset(
+        "as between during after before since until through across around near later together "
+        "again twice once abroad home there here early late soon".split()
+    )
+)
+# "between A and B", "both A and B": the "and" joins two noun phrases, never two clauses.
+_PAIR_WORDS = frozenset({"between", "both"})
 _TERM_RE = re.compile(r"^(?P<term>[^:：]{1,60}?)\s*[:：]\s+(?P<rest>\S.*)$")
 
 
@@ -229,7 +245,12 @@ class RuleAnalyzer:
         return not item.rstrip().endswith((".", "!")) or len(words) <= 3
 
     def clause_parts(self, claim: str) -> list[tuple[int, int, str]]:
-        """``(start, end, subject to prepend)`` per coordinated clause of ``claim``."""
+        """``(start, end, subject to prepend)`` per coordinated clause of ``claim``.
+
+        Only a clause with its own verb is split off: a coordinated list of names or noun
+        phrases ("were Jim Lovell, Jack Swigert and Fred Haise", "between A and B", "X and Y
+        founded Z") stays one claim, since its parts alone would say something else.
+        """
         parts: list[tuple[int, int, str]] = []
         start, prefix = 0, ""
         for match in _COORD_RE.finditer(claim):
@@ -239,29 +260,92 @@ class RuleAnalyzer:
             left_words, right_words = _words(left), _words(right)
             if len(left_words) < 3 or len(right_words) < 2:
                 continue
-            first = right_words[0][1]
-            new_prefix = None
-            capitalised = [(right_words[0][0].capitalize(), first), *right_words[1:]]
-            if self._subject(capitalised) is not None or (
-                first in _PRONOUN_WORDS and any(n in _AUX for _, n in right_words[1:4])
-            ):
-                new_prefix = ""  # a clause with its own subject
-            elif first in _AUX or first in _INTRANSITIVE_PAST or first.endswith("ed"):
-                found = self._subject(left_words)
-                subject = prefix or (found[0] if found else "")
-                if subject and found and first.endswith("ed") and first not in _INTRANSITIVE_PAST:
-                    # "was written … and published …": the participle shares the auxiliary.
-                    aux = [r for r, n in left_words[found[1] :] if n in _AUX or n == "not"]
-                    lead = left_words[found[1] : found[1] + len(aux)]
-                    if [r for r, _ in lead] == aux:
-                        subject = " ".join([subject, *aux])
-                new_prefix = subject or None
+            if ";" not in match.group() and _pair_open(left_words):
+                continue
+            new_prefix = self._clause_prefix(left_words, right_words, prefix)
             if new_prefix is None:
                 continue
             parts.append((start, match.start(), prefix))
             start, prefix = match.end(), new_prefix
         parts.append((start, len(claim), prefix))
         return parts
+
+    def _clause_prefix(
+        self, left_words: list[tuple[str, str]], right_words: list[tuple[str, str]], prefix: str
+    ) -> str | None:
+        """What the clause ``right_words`` needs in front ("" for one with its own subject),
+        or None when it is no clause of its own (a name, a noun phrase of a list)."""
+        first_raw, first = right_words[0]
+        capitalised = [(first_raw.capitalize(), first), *right_words[1:]]
+        if self._subject(capitalised) is not None or (
+            first in _PRONOUN_WORDS and any(n in _AUX for _, n in right_words[1:4])
+        ):
+            # A clause with its own subject, after a clause: "Marie Curie and Pierre Curie
+            # were awarded …" has one subject of two names, no clause before the "and".
+            return "" if _has_verb(left_words) else None
+        if not first_raw[:1].islower():
+            return None  # "… and Fred Haise", "… and Will Smith": a name, not a verb
+        if first in _AUX:
+            if _ends_in_list(left_words):
+                return None  # "are knives, forks and can openers"
+        elif first not in _INTRANSITIVE_PAST and not _participle(right_words):
+            return None
+        found = self._subject(left_words)
+        subject = prefix or (found[0] if found else "")
+        if subject and found and first.endswith("ed") and first not in _INTRANSITIVE_PAST:
+            # "was written … and published …": the participle shares the auxiliary.
+            aux = [r for r, n in left_words[found[1] :] if n in _AUX or n == "not"]
+            lead = left_words[found[1] : found[1] + len(aux)]
+            if [r for r, _ in lead] == aux:
+                subject = " ".join([subject, *aux])
+        return subject or None
+
+
+def _has_verb(words: list[tuple[str, str]]) -> bool:
+    """Whether ``words`` hold a verb the rules can see (an auxiliary, a past form)."""
+    return any(
+        norm in _AUX
+        or norm in _INTRANSITIVE_PAST
+        or (raw[:1].islower() and norm.endswith("ed") and norm not in _ED_NOT_VERBS)
+        for raw, norm in words
+    )
+
+
+def _participle(words: list[tuple[str, str]]) -> bool:
+    """Whether ``words`` start with a past participle that heads a clause ("published in
+    1813"), not one that modifies a noun ("baked apples", "fried rice")."""
+    raw, norm = words[0]
+    if not norm.endswith("ed") or norm in _ED_NOT_VERBS:
+        return False
+    if raw[-1:] in ".,;:!?" or len(words) < 2:
+        return True
+    after_raw, after = words[1]
+    return (
+        after in _AFTER_PARTICIPLE
+        or after.endswith("ly")
+        or not after_raw[:1].islower()  # a name or a number: "renamed Petrograd in 1914"
+    )
+
+
+def _ends_in_list(words: list[tuple[str, str]]) -> bool:
+    """Whether ``words`` end in a comma list after their verb ("The items are knives, forks"):
+    an "and" after it adds one more item, not a clause."""
+    commas = [i for i, (raw, _) in enumerate(words) if raw.endswith(",")]
+    verbs = [i for i, (_, norm) in enumerate(words) if norm in _AUX]
+    if not commas or not verbs or commas[-1] < verbs[0]:
+        return False
+    tail = words[commas[-1] + 1 :]
+    return len(tail) <= 4 and not any(norm in _AUX for _, norm in tail)
+
+
+def _pair_open(words: list[tuple[str, str]]) -> bool:
+    """Whether ``words`` end inside "between A" or "both A", which the next "and" completes."""
+    for raw, norm in reversed(words):
+        if raw[-1:] in ",;:" or norm in _AUX:
+            return False
+        if norm in _PAIR_WORDS:
+            return True
+    return False
 
 
 class ParserAnalyzer(RuleAnalyzer):
@@ -364,6 +448,11 @@ class ParserAnalyzer(RuleAnalyzer):
         start, prefix = 0, ""
         for conj in conjs:
             left = conj.left_edge.i - 1
+            if left >= 0 and doc[left].dep_ not in ("cc", "punct"):
+                # Words between the "and" and the verb that the parse hung elsewhere ("… the
+                # mission and Fred Haise piloted …" read as "the mission and Fred Haise"):
+                # a split would give the verb the wrong subject.
+                return [(0, len(claim), "")]
             while left > 0 and doc[left].dep_ in ("cc", "punct"):
                 left -= 1
             if left < 0 or doc[left].idx <= start:
@@ -376,15 +465,37 @@ class ParserAnalyzer(RuleAnalyzer):
             else:
                 new_prefix = self._phrase(doc, subj.left_edge, subj.right_edge)
                 has_aux = any(c.dep_ in ("aux", "auxpass") for c in conj.children)
-                if conj.tag_ == "VBN" and not has_aux:
+                # "was signed … and ratified …": the participle (tagged either way) shares
+                # the auxiliary; "was born … and died …" does not.
+                shared = conj.tag_ == "VBN" or (
+                    conj.tag_ == "VBD" and conj.lower_ not in _INTRANSITIVE_PAST
+                )
+                if shared and not has_aux:
                     aux = [c.text for c in root.children if c.dep_ in ("aux", "auxpass", "neg")]
                     new_prefix = " ".join([new_prefix, *aux])
             end = doc[left].idx + len(doc[left])
             parts.append((start, end, prefix))
             start, prefix = conj.left_edge.idx, new_prefix
         parts.append((start, len(claim), prefix))
-        # Clauses the parse leaves joined ("…; the lake is deep") still get the rules.
-        return parts if len(parts) > 1 else super().clause_parts(claim)
+        if len(parts) > 1:
+            return parts
+        # Clauses the parse leaves joined ("…; the lake is deep") still get the rules, where
+        # the parse agrees that each part is a clause.
+        parts = super().clause_parts(claim)
+        if all(_clause_in(doc, start, end) for start, end, _ in parts[1:]):
+            return parts
+        return [(0, len(claim), "")]
+
+
+def _clause_in(doc: Any, start: int, end: int) -> bool:
+    """Whether the parse sees a clause in ``doc.text[start:end]``: a verb, and a first word
+    that is not one more item of a coordinated noun phrase ("… and Fred Haise")."""
+    tokens = [t for t in doc if start <= t.idx < end and not t.is_punct]
+    if not tokens or not any(t.pos_ in ("VERB", "AUX") for t in tokens):
+        return False
+    first = tokens[0]
+    nominal = ("NOUN", "PROPN", "PRON", "NUM", "ADJ")
+    return not (first.dep_ == "conj" and first.head.pos_ in nominal)
 
 
 def resolve_parser_name(setting: str | None) -> str | None:

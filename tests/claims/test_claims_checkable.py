@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import evaluate_items
@@ -356,6 +357,151 @@ def test_atomic_splits_coordinated_clauses() -> None:
     assert regions[:2] == ["Albert Einstein was born in 1879", "died in 1955."]
     assert regions[6] == "it was built in 1889."
     assert claims[1].original == "Albert Einstein was born in 1879 and died in 1955."
+
+
+# Coordinated names and noun phrases: each part alone would say something else ("The crew of
+# Apollo 13 were Fred Haise."), so atomic mode keeps the sentence whole.
+KEPT_WHOLE = (
+    # lists of people
+    "The crew of Apollo 13 were Jim Lovell, Jack Swigert and Fred Haise.",
+    "The crew of Apollo 13 were Jim Lovell, Jack Swigert, and Fred Haise.",
+    "The Beatles were John Lennon, Paul McCartney, George Harrison and Ringo Starr.",
+    "The members are Ted Smith and Ned Jones.",
+    "The heirs were John and Will Smith.",
+    "The winners were Alfred Nobel and Manfred Eigen.",
+    "The team was led by Jim Lovell and Fred Haise.",
+    "The committee included Ted Kennedy, Fred Thompson and Jared Polis.",
+    "The company was founded by Bill Gates and Paul Allen.",
+    # X and Y founded Z
+    "Larry Page and Sergey Brin founded Google in 1998.",
+    "William Hewlett and David Packard founded HP in a garage.",
+    "Marie Sklodowska Curie and Pierre Curie were awarded the Nobel Prize in 1903.",
+    # between A and B, both A and B
+    "The distance between Paris and Lyon is about 400 kilometres.",
+    "The border between France and Spain runs along the Pyrenees.",
+    "The war was fought between England and France.",
+    "The festival runs between March and May every year.",
+    "Both Mars and Venus are rocky planets.",
+    # places
+    "The tour visits Paris, Lyon and Marseille.",
+    "The band toured Germany, Austria and Switzerland in 2019.",
+    "The planets closest to the Sun are Mercury and Venus.",
+    # ingredients and other things
+    "The recipe needs flour, sugar, eggs and butter.",
+    "The ingredients are flour, sugar and baked apples.",
+    "The dishes were soup, salad and fried rice.",
+    "The bread is made of flour, water and salt.",
+    "The soup contains carrots, onions and smoked ham.",
+    "The shop sells bread, seed and feed.",
+    "The kit has knives, forks, and can openers.",
+    "The colours of the flag are blue, white and red.",
+    "Gold, silver and bronze medals were awarded.",
+)
+
+# Coordinated clauses, each with its own verb: atomic mode keeps splitting these.
+STILL_SPLIT = (
+    (
+        "Albert Einstein was born in 1879 and died in 1955.",
+        ["Albert Einstein was born in 1879.", "Albert Einstein died in 1955."],
+    ),
+    (
+        "The bridge was designed by John Roebling and completed in 1883.",
+        ["The bridge was designed by John Roebling.", "The bridge was completed in 1883."],
+    ),
+    (
+        "Marie Curie was born in Warsaw and moved to Paris in 1891.",
+        ["Marie Curie was born in Warsaw.", "Marie Curie moved to Paris in 1891."],
+    ),
+    (
+        "The company was founded in 1998 and acquired by Google in 2006.",
+        ["The company was founded in 1998.", "The company was acquired by Google in 2006."],
+    ),
+    (
+        "The treaty was signed by France and Britain and ratified in 1904.",
+        ["The treaty was signed by France and Britain.", "The treaty was ratified in 1904."],
+    ),
+    (
+        "The museum is large and is visited by millions.",
+        ["The museum is large.", "The museum is visited by millions."],
+    ),
+    (
+        "Paris is the capital of France, and Lyon is its third city.",
+        ["Paris is the capital of France.", "Lyon is its third city."],
+    ),
+    (
+        "Tea and coffee are popular drinks, and water is free.",
+        ["Tea and coffee are popular drinks.", "Water is free."],
+    ),
+)
+
+
+@pytest.mark.parametrize("sentence", KEPT_WHOLE)
+def test_atomic_keeps_coordinated_names_and_noun_phrases_whole(sentence: str) -> None:
+    assert _texts(_extract(sentence, mode="atomic")) == [sentence]
+
+
+@pytest.mark.parametrize(("sentence", "expected"), STILL_SPLIT)
+def test_atomic_still_splits_clauses_with_their_own_verbs(
+    sentence: str, expected: list[str]
+) -> None:
+    claims = _extract(sentence, mode="atomic")
+    assert _texts(claims) == expected
+    _check_spans(sentence, claims, parts=True)
+
+
+def _parsed(words: list[str], spaces: list[bool], heads: list[int], deps: str, pos: str) -> Any:
+    """A parsed Doc built by hand (as the English parser parses it), so the parser's path is
+    tested without an installed parser."""
+    import spacy
+    from spacy.tokens import Doc
+
+    return Doc(
+        spacy.blank("en").vocab,
+        words=words,
+        spaces=spaces,
+        heads=heads,
+        deps=deps.split(),
+        pos=pos.split(),
+    )
+
+
+# As en_core_web_sm 3.8 parses them: "Fred Haise" is one more conjunct of "Jack Swigert"; in
+# the second, "Fred Haise" is read as a second object of "commanded", its verb left subjectless.
+PARSED = {
+    "The crew of Apollo 13 were Jim Lovell, Jack Swigert and Fred Haise.": (
+        "The crew of Apollo 13 were Jim Lovell , Jack Swigert and Fred Haise .".split(),
+        [True] * 7 + [False] + [True] * 5 + [False, False],
+        [1, 5, 1, 2, 3, 5, 7, 5, 7, 10, 7, 10, 13, 10, 5],
+        "det nsubj prep pobj nummod ROOT compound attr punct compound appos cc compound conj punct",
+        "DET NOUN ADP PROPN NUM AUX PROPN PROPN PUNCT PROPN PROPN CCONJ PROPN PROPN PUNCT",
+    ),
+    "Jim Lovell commanded the mission and Fred Haise piloted the lunar module.": (
+        "Jim Lovell commanded the mission and Fred Haise piloted the lunar module .".split(),
+        [True] * 11 + [False, False],
+        [1, 2, 2, 4, 2, 4, 7, 4, 2, 11, 11, 8, 2],
+        "compound nsubj ROOT det dobj cc compound conj conj det amod dobj punct",
+        "PROPN PROPN VERB DET NOUN CCONJ PROPN PROPN VERB DET ADJ NOUN PUNCT",
+    ),
+}
+
+
+@pytest.mark.parametrize("sentence", sorted(PARSED))
+def test_parser_path_keeps_coordinated_names_whole(sentence: str) -> None:
+    from ragcheck_local.claims.english import ParserAnalyzer
+
+    doc = _parsed(*PARSED[sentence])
+    assert doc.text == sentence
+    analyzer = ParserAnalyzer(lambda text: doc, "hand-parsed")
+    assert analyzer.clause_parts(sentence) == [(0, len(sentence), "")]
+
+
+def test_installed_parser_keeps_coordinated_names_whole() -> None:
+    name = _parser_or_skip()
+    extractor = SentenceExtractor(Segmenter("en"), "atomic", parser=name)
+    for sentence in (*KEPT_WHOLE, *PARSED):
+        assert _texts(extractor.extract_many([sentence])[0]) == [sentence]
+    for sentence, expected in STILL_SPLIT:
+        assert _texts(extractor.extract_many([sentence])[0]) == expected
 
 
 def test_sentence_mode_does_not_split() -> None:
