@@ -44,6 +44,7 @@ from .metrics import (
     resolve_metrics,
     with_extras,
 )
+from .metrics.matrices import EVALUATE_HINT, require_evaluated
 from .records import LANGUAGE_MISMATCH, RagItem, Rejected
 
 logger = logging.getLogger(__name__)
@@ -487,6 +488,7 @@ def recompute(
     (ours or RAGChecker's own) without loading any model; write the updated file atomically."""
     check_output_path(output_path, inputs=[input_path])
     data = read_output(input_path)
+    require_evaluated(data, str(input_path))
     names = with_extras(resolve_metrics(metrics))
     per_item = []
     results = []
@@ -494,7 +496,7 @@ def recompute(
     if data["results"] and not any(r.get(k) is not None for r in data["results"] for k in keys):
         raise InputError(
             f"no result holds checking matrices ({', '.join(keys)}); recompute needs the "
-            "output of an evaluate run (ours or RAGChecker's)",
+            f"output of an evaluate run (ours or RAGChecker's): {EVALUATE_HINT}",
             record=str(input_path),
             field="results",
         )

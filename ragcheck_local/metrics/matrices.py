@@ -241,3 +241,33 @@ class CheckingMatrices:
             n_chunks=n_chunks,
         )
         return cls(*four, *_read_supports(result, four, record))
+
+
+EVALUATE_HINT = "run `ragcheck-local evaluate -i INPUT -o OUT.json` first and give it OUT.json"
+"""What to do with a file that holds no evaluation (told by every command that needs one)."""
+
+
+def require_evaluated(data: Mapping[str, Any], record: str) -> None:
+    """Refuse an output file that holds neither metrics nor checking matrices (the input file
+    itself, say): report, compare and recompute would have nothing to show but "missing".
+
+    ``data`` is a file read by ``formats.output.read_output``; ``record`` names it.
+    """
+    results = data.get("results") or []
+    aggregated = data.get("metrics")
+    has_metrics = (isinstance(aggregated, Mapping) and any(aggregated.values())) or any(
+        isinstance(r, Mapping) and r.get("metrics") for r in results
+    )
+    has_matrices = any(
+        isinstance(r, Mapping) and any(r.get(check) is not None for check in CHECKS)
+        for r in results
+    )
+    if has_metrics or has_matrices:
+        return
+    what = f"its {len(results)} result(s)" if results else "it"
+    raise MetricsInputError(
+        f"no metrics and no checking matrices ({', '.join(CHECKS)}) in {what}: this is not "
+        f"the output of an evaluation (an input file?); {EVALUATE_HINT}",
+        record=record,
+        field="metrics",
+    )

@@ -30,6 +30,7 @@ from typing import Any
 from ..errors import InputError, show_value
 from ..formats.output import check_output, read_output
 from ..metrics import CheckingMatrices
+from ..metrics.matrices import require_evaluated
 from ..records import LANGUAGE_MISMATCH, NEUTRAL, VERDICTS, Chunk, claim_verdict
 from .meta import GROUPS, METRICS, info
 
@@ -415,10 +416,12 @@ def prepare(data: Mapping[str, Any]) -> ReportData:
 def load_output(path: str | Path) -> dict[str, Any]:
     """Read and validate an output JSON file (ours or RAGChecker's); return the raw object.
 
-    Errors are :class:`InputError` naming the file, and the record and field at fault.
+    Errors are :class:`InputError` naming the file, and the record and field at fault; a file
+    with neither metrics nor checking matrices (an input file) is one too.
     """
     path = Path(path)
     data = read_output(path)
+    require_evaluated(data, str(path))
     try:
         prepare(data)
     except InputError as exc:
