@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import InputError
 from ..formats.files import replace_dir, write_json
 from ..formats.store import file_digest
+from ..judge.weights import write_checksums
 from .config import AverageConfig
 from .train import write_float32_config
 
@@ -134,6 +135,7 @@ def average_models(cfg: AverageConfig) -> dict[str, Any]:
         "out_sha256": file_digest(tmp / WEIGHTS),
     }
     write_json(tmp / "average.json", record)
+    write_checksums(tmp)  # loading checks the model's files against these
     replace_dir(tmp, cfg.out)
     logger.info(
         "wrote %s (weights %s); fit its head with dev calibrate --write",

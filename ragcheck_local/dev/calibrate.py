@@ -58,6 +58,7 @@ from ..judge.calibration import (
 )
 from ..judge.checker import NLIChecker, NLIConfig
 from ..judge.embedding import Embedder
+from ..judge.weights import write_checksums
 from ..metrics.stats import binary_balanced_accuracy
 from ..records import VERDICTS
 from .config import DEFAULT_SET_WEIGHTS, CalibrateConfig
@@ -378,6 +379,8 @@ def _write(
         path = Path(config.model) / METADATA_FILE
         write_json(path, meta)
         written.append(path)
+        # The head changes verdicts: the model's checksums cover it.
+        written.append(write_checksums(config.model))
     return CalibrationResult(head, report, gate, tuple(written))
 
 

@@ -44,6 +44,7 @@ from ..errors import InputError, ModelError, RagcheckError
 from ..formats.files import atomic_writer, replace_dir, write_text
 from ..formats.store import file_digest
 from ..judge.encoding import PairEncoder
+from ..judge.weights import write_checksums
 from ..metrics.stats import binary_balanced_accuracy
 from .config import DEFAULT_SNLI_CACHE, SMOKE, TrainConfig, default_base
 from .datasets import (
@@ -491,6 +492,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     }
     # json.dumps as before (not write_json): a NaN best score must not fail the last write.
     write_text(tmp / "metrics.json", json.dumps(metrics, indent=2) + "\n")
+    write_checksums(tmp)  # loading checks the model's files against these
     log({"event": "done", **{k: v for k, v in metrics.items() if not isinstance(v, list)}})
     log.close()
     shutil.rmtree(ckpt_dir, ignore_errors=True)

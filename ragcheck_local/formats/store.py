@@ -112,18 +112,17 @@ def _fingerprint_files(model_dir: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.name)
 
 
-def model_fingerprint(model_dir: str | Path) -> str:
-    """Return a sha256 hex fingerprint of a model directory's contents, or of a one-file model
-    (a GGUF file: its digest).
+def model_file_digests(model_dir: str | Path) -> dict[str, str]:
+    """sha256 (hex) of each file that defines a model, by name in name order: ``config.json``,
+    weight files (``*.safetensors``, ``*.bin``, ``*.onnx``) and tokenizer files at the top
+    level of a directory, or a one-file model (a GGUF file) alone.
 
-    Covers ``config.json``, weight files (``*.safetensors``, ``*.bin``, ``*.onnx``) and
-    tokenizer files at the top level, in name order; independent of where the directory lives.
     File digests are cached within the process per (path, size, mtime, ctime, inode).
     Raises :class:`RagcheckError` if the directory is missing or holds none of those files.
     """
     path = Path(model_dir)
     if path.is_file():
-        return file_digest(path)
+        return {path.name: file_digest(path)}
     if not path.is_dir():
         raise RagcheckError(f"model directory not found: {path}")
     files = _fingerprint_files(path)
@@ -131,11 +130,24 @@ def model_fingerprint(model_dir: str | Path) -> str:
         raise RagcheckError(
             f"model directory {path} has no config.json, weight or tokenizer files to fingerprint"
         )
+    return {file.name: file_digest(file) for file in files}
+
+
+def model_fingerprint(model_dir: str | Path) -> str:
+    """Return a sha256 hex fingerprint of a model directory's contents (the files of
+    :func:`model_file_digests`, independent of where the directory lives), or of a one-file
+    model (a GGUF file: its digest).
+
+    Raises :class:`RagcheckError` if the directory is missing or holds none of its files.
+    """
+    path = Path(model_dir)
+    if path.is_file():
+        return file_digest(path)
     outer = hashlib.sha256()
-    for file in files:
-        outer.update(file.name.encode("utf-8", "surrogatepass"))
+    for name, digest in model_file_digests(path).items():
+        outer.update(name.encode("utf-8", "surrogatepass"))
         outer.update(b"\0")
-        outer.update(file_digest(file).encode("ascii"))
+        outer.update(digest.encode("ascii"))
         outer.update(b"\n")
     return outer.hexdigest()
 

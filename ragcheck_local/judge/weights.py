@@ -8,16 +8,26 @@ tensor data, so they cost the same for a 20 MB and a 20 GB model:
   inside the file and the file ending exactly where the last tensor ends;
 * ``*.safetensors.index.json``: every shard it names exists (and passes the check above);
 * ``pytorch_model*.bin``: a readable zip archive (torch's format) — never unpickled here.
+
+Files that are complete can still be wrong (overwritten bytes compute other verdicts), so a
+model may carry ``checksums.sha256`` (``sha256sum`` format, written by :func:`write_checksums`:
+``dev train``, ``dev calibrate --write``, ``dev average``, ``dev checksums``): when it is
+there, every file it lists must hash to its line (:func:`verify_checksums`); the hashes are
+the ones the manifest's fingerprint reads anyway, computed once per process.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import struct
 import zipfile
 from pathlib import Path
 
-from ..errors import ModelError
+from ..errors import InputError, ModelError, show_value
+from ..formats.files import write_text
+from ..formats.store import file_digest, model_file_digests
+from .calibration import METADATA_FILE
 
 _MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit
 
@@ -111,3 +121,93 @@ def check_weights(model_dir: str | Path) -> list[Path]:
         else:
             check_torch_bin(file)
     return files
+
+
+CHECKSUMS_FILE = "checksums.sha256"
+"""The sha256 of a model's files, beside them (``sha256sum -c checksums.sha256`` reads it)."""
+
+_CHECKSUM_LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)")
+
+
+def write_checksums(model_dir: str | Path) -> Path:
+    """Write ``MODEL_DIR/checksums.sha256`` for the files that define the model's verdicts:
+    ``config.json``, the weights, the tokenizer files and ``ragcheck.json`` (its calibrated
+    head). The weights are checked end to end first; returns the file written."""
+    path = Path(model_dir)
+    if not path.is_dir():
+        raise InputError(f"no model directory at {str(path)!r}", field="MODEL_DIR")
+    check_weights(path)  # never certify a truncated file
+    digests = model_file_digests(path)
+    if (path / METADATA_FILE).is_file():
+        digests[METADATA_FILE] = file_digest(path / METADATA_FILE)
+    target = path / CHECKSUMS_FILE
+    write_text(target, "".join(f"{digests[name]}  {name}\n" for name in sorted(digests)))
+    return target
+
+
+def read_checksums(file: Path) -> dict[str, str]:
+    """File name → sha256 (lower-case hex) from a ``sha256sum``-style file; names are files
+    beside it, never paths."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"cannot read {str(file)!r}: {exc}") from None
+    listed: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = _CHECKSUM_LINE.fullmatch(line)
+        if match is None:
+            raise ModelError(
+                f"{str(file)!r} line {number}: expected '<sha256>  <file name>', found "
+                f"{show_value(line)}"
+            )
+        digest, name = match.group(1).lower(), match.group(2)
+        if "/" in name or "\\" in name or name in (".", ".."):
+            raise ModelError(
+                f"{str(file)!r} line {number}: {name!r} is a path; list the files beside it"
+            )
+        if name in listed:
+            raise ModelError(f"{str(file)!r} line {number}: {name!r} is listed twice")
+        listed[name] = digest
+    if not listed:
+        raise ModelError(f"{str(file)!r} lists no files")
+    return listed
+
+
+def verify_checksums(folder: Path, *, required: bool, only: str | None = None) -> bool:
+    """Check the files of ``folder`` against its ``checksums.sha256`` (``only``: that one file,
+    a GGUF model in a shared folder); a file that differs is a :class:`ModelError` naming it and
+    both hashes. Without a checksums file there is nothing to verify (False), unless
+    ``required`` (``--verify-weights``). Returns whether the files were verified."""
+    file = folder / CHECKSUMS_FILE
+    if not file.is_file():
+        if required:
+            raise ModelError(
+                f"--verify-weights: {str(folder)!r} has no {CHECKSUMS_FILE} to check its files "
+                "against (write one from a copy you trust: ragcheck-local dev checksums "
+                f"{str(folder)!r})"
+            )
+        return False
+    listed = read_checksums(file)
+    if only is not None:
+        if only not in listed:
+            if required:
+                raise ModelError(f"--verify-weights: {str(file)!r} has no line for {only!r}")
+            return False
+        listed = {only: listed[only]}
+    for name, expected in listed.items():
+        target = folder / name
+        if not target.is_file():
+            raise ModelError(
+                f"{str(file)!r} lists {name!r}, which is not in {str(folder)!r} (copy the whole "
+                "model folder)"
+            )
+        found = file_digest(target)
+        if found != expected:
+            raise ModelError(
+                f"{str(target)!r} does not match {CHECKSUMS_FILE}: expected sha256 {expected}, "
+                f"found {found}; the file is corrupt or was changed (copy the model again, or, "
+                f"if you changed it on purpose, run: ragcheck-local dev checksums {str(folder)!r})"
+            )
+    return True

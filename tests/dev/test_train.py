@@ -120,6 +120,14 @@ def test_logs_config_and_metrics(trained: tuple[Path, dict]) -> None:
     assert not out.with_name(out.name + ".ckpt").exists()
 
 
+def test_the_trained_model_carries_its_checksums(trained: tuple[Path, dict]) -> None:
+    from ragcheck_local.judge.weights import CHECKSUMS_FILE, read_checksums, verify_checksums
+
+    out, _ = trained
+    assert verify_checksums(out, required=True)
+    assert {"config.json", "model.safetensors"} <= set(read_checksums(out / CHECKSUMS_FILE))
+
+
 def test_read_snli_drops_no_consensus_and_splits_by_premise(tmp_path: Path) -> None:
     snli = _write_snli(tmp_path / "snli", repeat=3)
     pairs = read_snli(snli / "snli_1.0_train_subset.jsonl")
