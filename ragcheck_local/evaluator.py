@@ -7,6 +7,7 @@ RAGChecker-format result dicts (matrices, metrics, claim details) from the plan.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
@@ -101,6 +102,25 @@ def screen(
         return None if i is None or i in dropped else new_index[i]
 
     return kept, [plan.remap(remap) for plan in plans], len(dropped)
+
+
+@contextlib.contextmanager
+def model_bars(enabled: bool) -> Iterator[None]:
+    """With ``enabled`` false, no progress bar of transformers or huggingface_hub ("Loading
+    weights", downloads) while the block runs; restored after, so the setting does not leak
+    into the caller's own use of those libraries."""
+    if enabled:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 class Evaluator:
@@ -218,10 +238,11 @@ class Evaluator:
     def extract(self, items: Sequence[RagItem]) -> tuple[list[list[Claim]], list[list[Claim]]]:
         """Stage 1: response claims and gt_answer claims per item (no NLI model needed)."""
         t0 = time.perf_counter()
-        response_claims = self._claims([it.response for it in items], self.need_response_claims)
-        answer_claims = self._claims(
-            [it.gt_answer for it in items], self.need_answer_claims, skip_empty=True
-        )
+        with model_bars(self.config.run.progress):  # a claim model may load here
+            response_claims = self._claims([it.response for it in items], self.need_response_claims)
+            answer_claims = self._claims(
+                [it.gt_answer for it in items], self.need_answer_claims, skip_empty=True
+            )
         self.extraction_s += time.perf_counter() - t0
         self.counts["response_claims"] += sum(len(c) for c in response_claims)
         self.counts["gt_answer_claims"] += sum(len(c) for c in answer_claims)
@@ -242,12 +263,13 @@ class Evaluator:
             self._plan(it, rc, ac, pairs)
             for it, rc, ac in zip(items, response_claims, answer_claims, strict=True)
         ]
-        if self._prefilter is not None:
-            pairs, plans, skipped = screen(pairs, plans, self._prefilter.keep)
-            self.counts["prefiltered"] = self.counts.get("prefiltered", 0) + skipped
-        t0 = time.perf_counter()
-        results = self.checker.check(pairs, progress=self._tick("pairs")) if pairs else []
-        self.checking_s += time.perf_counter() - t0
+        with model_bars(self.config.run.progress):  # the judge and its embedder load here
+            if self._prefilter is not None:
+                pairs, plans, skipped = screen(pairs, plans, self._prefilter.keep)
+                self.counts["prefiltered"] = self.counts.get("prefiltered", 0) + skipped
+            t0 = time.perf_counter()
+            results = self.checker.check(pairs, progress=self._tick("pairs")) if pairs else []
+            self.checking_s += time.perf_counter() - t0
         self.counts["pairs"] += len(pairs)
         self.counts["items"] += len(items)
         tick = self._tick("checked")
@@ -377,6 +399,8 @@ class Evaluator:
                 item, ac, results, plan.retrieved2answer, plan.response2answer, "response"
             ),
         }
+        if item.warnings:  # what reading the record noticed (the pipeline may add more)
+            out["warnings"] = [dict(w) for w in item.warnings]
         return out
 
 

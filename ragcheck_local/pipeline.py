@@ -308,6 +308,7 @@ def _evaluate(
                 if result["query_id"] in foreign:
                     # Kept with the item, so every later view (report, compare, merge) shows it.
                     result["warnings"] = [
+                        *result.get("warnings", ()),  # what reading the record noticed
                         {
                             "code": LANGUAGE_MISMATCH,
                             "languages": list(foreign[result["query_id"]]),
@@ -411,7 +412,8 @@ def _manifest(
         "config": config.to_dict(),
         # "auto" depends on what is installed: record what claims were actually built with.
         "claim_parser": resolve_parser_name(config.claims.parser) or "rules",
-        "metrics_computed": list(resolve_metrics(config.run.metrics)),
+        # Every metric the output holds: the requested ones and the extras written beside them.
+        "metrics_computed": list(with_extras(resolve_metrics(config.run.metrics))),
         "metrics_unavailable": _unavailable(facts),
         "counts": counts,
         "timings": {

@@ -17,6 +17,9 @@ VERDICTS: tuple[str, str, str] = (ENTAILMENT, NEUTRAL, CONTRADICTION)
 LANGUAGE_MISMATCH = "language_mismatch"
 """``code`` of an item's warning that its text is in a language the judge does not declare
 (written by the pipeline, read by the reports)."""
+UNNAMED_CHUNKS = "unnamed_chunks"
+"""``code`` of an item's warning that chunks of its ``retrieved_context`` came without a
+``doc_id`` and were named by their position (``chunk-1``, ``chunk-2``, ...)."""
 
 
 def claim_verdict(verdicts: Sequence[str]) -> str:
@@ -54,6 +57,9 @@ class RagItem:
     extra: dict = field(default_factory=dict, compare=False, hash=False)
     gt_answer_given: str = field(default="text", compare=False)
     """How the input gave ``gt_answer``: ``text``, ``null`` or ``absent`` (written back so)."""
+    warnings: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
+    """What reading the record noticed (e.g. :data:`UNNAMED_CHUNKS`), for the item's
+    ``warnings`` in the output."""
 
 
 @dataclass(frozen=True)

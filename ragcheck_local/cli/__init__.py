@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shlex
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -79,7 +80,23 @@ def _run_facts(counts: Mapping[str, int], timings: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _interrupted(command: str | None, args: list[str]) -> str:
+    """What Ctrl-C prints: for ``evaluate``, the command that continues the run (``args``, the
+    command line, with ``--resume``: the finished blocks are in the checkpoint)."""
+    if command != "evaluate":
+        return "interrupted"
+    again = ["ragcheck-local", *args] + ([] if "--resume" in args else ["--resume"])
+    return (
+        "interrupted: the finished blocks are kept in the checkpoint beside the output; "
+        f"continue where it stopped with\n  {shlex.join(again)}"
+    )
+
+
 class _Group(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["ragcheck.argv"] = list(args)  # for the --resume hint after Ctrl-C
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -89,7 +106,8 @@ class _Group(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
+            argv = ctx.meta.get("ragcheck.argv", [])
+            click.echo(_interrupted(ctx.invoked_subcommand, argv), err=True)
             ctx.exit(130)
         except Exception as exc:  # last resort: a clear message and exit code 1
             if os.environ.get("RAGCHECK_DEBUG"):

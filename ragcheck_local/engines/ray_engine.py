@@ -18,6 +18,7 @@ when this engine runs.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -127,13 +128,17 @@ def plan_pool(config: EvalConfig, resources: Mapping[str, float], n_blocks: int)
 
 
 def _encode_items(block: list[RagItem]) -> str:
-    return json.dumps([item_to_dict(item) for item in block], ensure_ascii=False)
+    # With each record the warnings reading it gave: the rebuilt record no longer shows them
+    # (a chunk named by its position has that doc_id now).
+    rows = [[item_to_dict(item), [dict(w) for w in item.warnings]] for item in block]
+    return json.dumps(rows, ensure_ascii=False)
 
 
 def _decode_items(text: str, block: int) -> list[RagItem]:
     # The records were validated by the driver; this only rebuilds the same RagItems.
     return [
-        validate_record(raw, f"block {block} item {k}") for k, raw in enumerate(json.loads(text))
+        dataclasses.replace(validate_record(raw, f"block {block} item {k}"), warnings=tuple(w))
+        for k, (raw, w) in enumerate(json.loads(text))
     ]
 
 

@@ -138,14 +138,25 @@ def write_text(path: str | Path, text: str) -> None:
         fh.write(text)
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+"""The byte-order mark some editors (Excel, Notepad) put in front of UTF-8 text."""
+
+
+def strip_bom(data: bytes) -> bytes:
+    """``data`` without a leading UTF-8 byte-order mark."""
+    return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+
+
 def decode_text(data: bytes, where: str) -> str:
-    """UTF-8 text of ``data``; an InputError naming ``where`` and the byte offset otherwise."""
+    """UTF-8 text of ``data`` (a leading byte-order mark dropped: it is no part of the text);
+    an InputError naming ``where`` and the byte offset otherwise."""
+    body = strip_bom(data)
     try:
-        return data.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        bad = data[exc.start : exc.start + 4]
+        at = exc.start + len(data) - len(body)  # an offset in the file as it is
         raise InputError(
-            f"not valid UTF-8 at byte {exc.start}: {bad!r}", record=where, field="(encoding)"
+            f"not valid UTF-8 at byte {at}: {data[at : at + 4]!r}", record=where, field="(encoding)"
         ) from None
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, show_value
-from ..records import Chunk, RagItem, Rejected
+from ..records import UNNAMED_CHUNKS, Chunk, RagItem, Rejected
 from .files import (
     MAX_DEPTH,
     MAX_TEXT_CHARS,
@@ -24,6 +24,7 @@ from .files import (
     check_json_value,
     decode_text,
     parse_json,
+    strip_bom,
 )
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ def detect_format(path: Path, fmt: str = "auto") -> str:
         return "csv"
     if suffix == ".json":
         with open(path, "rb") as fh:
-            head = fh.read(4096).lstrip()
+            head = strip_bom(fh.read(4096)).lstrip()
         # A JSON file whose first line is a complete object is most likely JSON Lines.
         if head.startswith(b"{") and b'"results"' not in head[:200] and _looks_like_jsonl(path):
             return "jsonl"
@@ -85,7 +86,7 @@ def detect_format(path: Path, fmt: str = "auto") -> str:
 
 def _looks_like_jsonl(path: Path) -> bool:
     with open(path, "rb") as fh:
-        first = fh.readline()
+        first = strip_bom(fh.readline())
     try:
         record = json.loads(first)
         # "{}" alone is an empty RAGChecker file, not one empty record.
@@ -231,10 +232,11 @@ def _as_text(
     return value
 
 
-def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
+def _as_context(value: Any, where: str) -> tuple[tuple[Chunk, ...] | None, list[int]]:
+    """The chunks, and the indices of those that came without a doc_id (named by position)."""
     field = "retrieved_context"
     if value is None:
-        return None
+        return None, []
     if isinstance(value, str):
         # Table formats carry the chunk list as a JSON string.
         try:
@@ -251,11 +253,12 @@ def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
             record=where,
             field=field,
         )
-    chunks = []
+    texts: list[str] = []
+    given: dict[int, str] = {}  # index → the doc_id the record gives
     for index, raw in enumerate(value):
         sub = f"{field}[{index}]"
         if isinstance(raw, str):
-            chunks.append(Chunk(doc_id=str(index), text=raw))
+            texts.append(raw)
             continue
         if not isinstance(raw, Mapping):
             raise InputError(
@@ -266,16 +269,50 @@ def _as_context(value: Any, where: str) -> tuple[Chunk, ...] | None:
         if raw.get("text") is None:
             found = "missing" if "text" not in raw else "expected a string, found None"
             raise InputError(found, record=where, field=f"{sub}.text")
-        doc_id = raw.get("doc_id", str(index))
-        if doc_id is None:
-            doc_id = str(index)
-        chunks.append(
-            Chunk(
-                doc_id=_as_id(doc_id, where, f"{sub}.doc_id"),
-                text=_as_text(raw.get("text"), where, f"{sub}.text", allow_empty=True),
-            )
-        )
-    return tuple(chunks)
+        if raw.get("doc_id") is not None:
+            given[index] = _as_id(raw["doc_id"], where, f"{sub}.doc_id")
+        texts.append(_as_text(raw.get("text"), where, f"{sub}.text", allow_empty=True))
+    names = _positional_ids(len(texts), given)
+    chunks = tuple(Chunk(doc_id=names[i], text=text) for i, text in enumerate(texts))
+    return chunks, [i for i in range(len(texts)) if i not in given]
+
+
+CHUNK_ID = "chunk-{n}"
+"""The ``doc_id`` of a chunk the input gives none: its position, counted from 1 as the report
+numbers chunks (unique in the item: a suffix where the input already uses that id)."""
+
+
+def _positional_ids(count: int, given: Mapping[int, str]) -> list[str]:
+    """A doc_id per chunk: the given one, else :data:`CHUNK_ID` (never one already used)."""
+    taken = set(given.values())
+    names = []
+    for index in range(count):
+        name = given.get(index)
+        if name is None:
+            name = base = CHUNK_ID.format(n=index + 1)
+            k = 2
+            while name in taken:
+                name, k = f"{base}-{k}", k + 1
+            taken.add(name)
+        names.append(name)
+    return names
+
+
+def _unnamed_warning(chunks: tuple[Chunk, ...] | None, unnamed: list[int]) -> list[dict]:
+    """The item's :data:`~ragcheck_local.records.UNNAMED_CHUNKS` warning for the chunks at
+    ``unnamed`` (none when every chunk has a doc_id)."""
+    if not chunks or not unnamed:
+        return []
+    ids = [chunks[i].doc_id for i in unnamed]
+    return [
+        {
+            "code": UNNAMED_CHUNKS,
+            "chunks": [f"retrieved_context[{i}]" for i in unnamed],
+            "doc_ids": ids,
+            "note": f"{len(ids)} chunk(s) without a doc_id, named by their position "
+            f"({', '.join(ids)}): not a document id of the input",
+        }
+    ]
 
 
 @dataclass(frozen=True)
@@ -337,19 +374,21 @@ def validate_record(
             _check_unicode(key, where, "(a field name)")
         check_json_value(value, where, str(key))
     extra = {k: v for k, v in raw.items() if k not in FIELDS}
+    context, unnamed = _as_context(raw.get("retrieved_context"), where)
     item = RagItem(
         query_id=query_id,
         query=_as_text(raw["query"], where, "query", allow_empty=True),
         gt_answer=_as_text(raw.get("gt_answer"), where, "gt_answer", allow_empty=True),
         # An empty response is an answer with no claims (RAGChecker scores it); null is not.
         response=_as_text(raw["response"], where, "response", allow_empty=True, allow_null=False),
-        retrieved_context=_as_context(raw.get("retrieved_context"), where),
+        retrieved_context=context,
         extra=extra,
         gt_answer_given="absent"
         if "gt_answer" not in raw
         else "null"
         if raw["gt_answer"] is None
         else "text",
+        warnings=tuple(_unnamed_warning(context, unnamed)),
     )
     size = item_chars(item)
     if size > rules.max_item_chars:

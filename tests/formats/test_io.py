@@ -380,8 +380,8 @@ def test_context_chunk_forms() -> None:
     context = ["plain string chunk", {"text": "no id"}, {"doc_id": 12, "text": ""}]
     item = validate_record(_rec("q1", retrieved_context=context), "line 1")
     assert item.retrieved_context == (
-        Chunk("0", "plain string chunk"),
-        Chunk("1", "no id"),
+        Chunk("chunk-1", "plain string chunk"),  # no doc_id: named by position, from 1
+        Chunk("chunk-2", "no id"),
         Chunk("12", ""),
     )
 
