@@ -3,6 +3,7 @@ it shows runs as written."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -109,13 +110,19 @@ def _run_step(kind: str, code: str, workspace: Path) -> tuple[bool, str]:
 
 
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bool, str]]:
-    """Every README step that is not illustrative, run once in README order in one folder
-    where the bundled examples sit at their checkout paths (so the tour's evaluate feeds its
-    report, the claim one-liners and recompute). Keyed by the step's text."""
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the README's commands run in: the bundled examples at their checkout paths."""
     workspace = tmp_path_factory.mktemp("readme")
     (workspace / "ragcheck_local").mkdir()
     (workspace / "ragcheck_local" / "examples").symlink_to(ROOT / "ragcheck_local" / "examples")
+    return workspace
+
+
+@pytest.fixture(scope="module")
+def ran(workspace: Path) -> dict[str, tuple[bool, str]]:
+    """Every README step that is not illustrative, run once in README order in ``workspace``
+    (so the tour's evaluate feeds its report, the claim one-liners and recompute), keyed by
+    the step's text."""
     results: dict[str, tuple[bool, str]] = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(workspace)
@@ -148,14 +155,37 @@ def test_illustrative_commands_are_still_in_the_readme() -> None:
     assert set(ILLUSTRATIVE) <= shown, sorted(set(ILLUSTRATIVE) - shown)
 
 
-def test_readme_claim_one_liner_prints_a_claim(ran: dict[str, tuple[bool, str]]) -> None:
-    (text,) = [
+# The claim fields the tour explains; each must be in the README and in a fresh run's claims.
+CLAIM_FIELDS = (
+    "source",
+    "claim",
+    "span",
+    "original",
+    "verdict",
+    "probs",
+    "doc_id",
+    "evidence_span",
+    "answer_verdict",
+    "answer_support",
+    "response_verdict",
+    "response_support",
+)
+
+
+def test_the_tour_explains_the_claim_fields_a_run_writes(
+    ran: dict[str, tuple[bool, str]], workspace: Path
+) -> None:
+    printed = [
         text
         for key, (_, text) in ran.items()
-        if "example_output.claims.jsonl" in key and key.startswith("python3 ")
+        if key.startswith("python3 ") and "example_output.claims.jsonl" in key
     ]
-    for field in ('"query_id"', '"source"', '"claim"', '"verdict"', '"probs"', '"doc_id"'):
-        assert field in text
+    assert printed and all('"claim"' in text and '"verdict"' in text for text in printed)
+    lines = (workspace / "runs" / "example_output.claims.jsonl").read_text(encoding="utf-8")
+    written = set().union(*(json.loads(line) for line in lines.splitlines()))
+    readme = README.read_text(encoding="utf-8")
+    assert set(CLAIM_FIELDS) <= written, sorted(set(CLAIM_FIELDS) - written)
+    assert all(f"`{field}`" in readme for field in CLAIM_FIELDS)
 
 
 def _run_example_commands() -> Iterator[str]:
