@@ -169,7 +169,7 @@ def evaluate(
         >>> out = Path(tempfile.mkdtemp()) / "out.json"
         >>> summary = evaluate(example_path(), out, build_config("cpu", {"progress": False}))
         >>> summary.counts["items"], list(summary.output["metrics"])
-        (5, ['overall', 'retriever', 'generator', 'extra'])
+        (5, ['overall_metrics', 'retriever_metrics', 'generator_metrics', 'extra_metrics'])
         >>> sorted(summary.paths)
         ['claims', 'manifest', 'output']
     """

@@ -45,11 +45,11 @@ def _offline_env() -> None:
 
 
 def _format_metrics(grouped: Mapping[str, Mapping[str, Any]]) -> str:
-    lines = [f"{'group':<10} {'metric':<34} {'value':>7}", "-" * 53]
+    lines = [f"{'group':<17} {'metric':<34} {'value':>7}", "-" * 60]
     for group, values in grouped.items():
         for name, value in values.items():
             shown = "n/a" if value is None else f"{value:.1f}"
-            lines.append(f"{group:<10} {name:<34} {shown:>7}")
+            lines.append(f"{group:<17} {name:<34} {shown:>7}")
     return "\n".join(lines)
 
 

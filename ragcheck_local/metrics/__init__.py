@@ -1,5 +1,9 @@
 """RAGChecker's 11 metrics (plus five extras) from the four checking matrices.
 
+RAGChecker's own names for them (``from ragchecker.metrics import all_metrics``) are here too,
+as upstream spells them (:mod:`.upstream`): ``all_metrics``, ``overall_metrics``,
+``retriever_metrics``, ``generator_metrics``, ``precision``, ..., ``faithfulness``.
+
 Pure functions, no model code. The per-item formulas and their empty-list fallbacks follow
 RAGChecker's ``ragchecker/computation.py`` (upstream ``main``); the dataset value follows
 ``RAGChecker.evaluate`` in ``ragchecker/evaluator.py``: ``round(np.mean(per_item) * 100, 1)``.
@@ -74,6 +78,7 @@ from __future__ import annotations
 from .aggregate import MetricTable, aggregate, aggregate_table, item_metrics
 from .matrices import CheckingMatrices, Matrix, Row, Support
 from .names import (
+    ALL_METRICS_GROUP,
     ANSWER2RESPONSE,
     ANSWER2RESPONSE_SUPPORT,
     CHECKS,
@@ -89,6 +94,7 @@ from .names import (
     HALLUCINATION,
     HIGHER,
     LOWER,
+    METRIC_GROUP_KEYS,
     NO_DIRECTION,
     NOISE_SENSITIVITY_IN_IRRELEVANT,
     NOISE_SENSITIVITY_IN_RELEVANT,
@@ -121,9 +127,35 @@ from .spec import (
     resolve_metrics,
     with_extras,
 )
+from .upstream import (
+    METRIC_GROUP_MAP,
+    METRIC_REQUIREMENTS,
+    all_metrics,
+    claim_recall,
+    context_precision,
+    context_utilization,
+    contradiction_rate,
+    extra_metrics,
+    f1,
+    faithfulness,
+    generator_metrics,
+    hallucination,
+    noise_sensitivity_in_irrelevant,
+    noise_sensitivity_in_relevant,
+    overall_metrics,
+    precision,
+    recall,
+    retriever_metrics,
+    self_knowledge,
+    soft_f1,
+    soft_precision,
+    soft_recall,
+    unsupported_rate,
+)
 
 __all__ = [
     "ALL_METRICS",
+    "ALL_METRICS_GROUP",
     "ANSWER2RESPONSE",
     "ANSWER2RESPONSE_SUPPORT",
     "CHECKS",
@@ -143,6 +175,9 @@ __all__ = [
     "LOWER",
     "METRICS",
     "METRIC_GROUPS",
+    "METRIC_GROUP_KEYS",
+    "METRIC_GROUP_MAP",
+    "METRIC_REQUIREMENTS",
     "NOISE_SENSITIVITY_IN_IRRELEVANT",
     "NOISE_SENSITIVITY_IN_RELEVANT",
     "NO_DIRECTION",
@@ -170,9 +205,30 @@ __all__ = [
     "Support",
     "aggregate",
     "aggregate_table",
+    "all_metrics",
+    "claim_recall",
+    "context_precision",
+    "context_utilization",
+    "contradiction_rate",
+    "extra_metrics",
+    "f1",
+    "faithfulness",
+    "generator_metrics",
+    "hallucination",
     "item_metrics",
     "markdown_table",
+    "noise_sensitivity_in_irrelevant",
+    "noise_sensitivity_in_relevant",
+    "overall_metrics",
+    "precision",
+    "recall",
     "required_checks",
     "resolve_metrics",
+    "retriever_metrics",
+    "self_knowledge",
+    "soft_f1",
+    "soft_precision",
+    "soft_recall",
+    "unsupported_rate",
     "with_extras",
 ]

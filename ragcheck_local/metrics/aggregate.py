@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import MetricsInputError, show_value
+from ..formats.output import METRIC_GROUP_KEYS
 from .matrices import CheckingMatrices
 from .names import EMPTY_POLICIES
 from .spec import ALL_METRICS, EXTRA_METRICS, OUTPUT_GROUPS, REQUIREMENTS, SPECS, _check_names
@@ -99,8 +100,9 @@ def aggregate(
 ) -> dict[str, dict[str, float | None]]:
     """Dataset metrics: ``round(mean * 100, 1)`` over items, grouped like RAGChecker's output.
 
-    Returns ``{"overall": {...}, "retriever": {...}, "generator": {...}, "extra": {...}}``
-    holding only the requested metrics (every group key is always present). Items whose value is
+    Returns ``{"overall_metrics": {...}, "retriever_metrics": {...}, "generator_metrics":
+    {...}, "extra_metrics": {...}}`` (RAGChecker 0.1.9's keys, then ours) holding only the
+    requested metrics (every group key is always present). Items whose value is
     ``None`` are left out of that metric's mean (the empty policy is applied per item, by
     ``item_metrics``); a metric with no numeric item is ``None``. The mean and the rounding are
     numpy's, as in RAGChecker, so the numbers match it to the last digit.
@@ -122,17 +124,17 @@ def aggregate_table(
         raise MetricsInputError(f"the table has no column for {missing}", field="metrics")
     grouped: dict[str, dict[str, float | None]] = {}
     for group, names in OUTPUT_GROUPS.items():
-        grouped[group] = {}
+        values: dict[str, float | None] = grouped.setdefault(METRIC_GROUP_KEYS[group], {})
         for metric in names:
             if metric not in wanted:
                 continue
             present = table.present(metric)
             if not present.size:
-                grouped[group][metric] = None
+                values[metric] = None
                 continue
             # An exactly rounded sum: the mean does not depend on the items' order, so merged
             # shards aggregate to a single run's value bit for bit.
             mean = np.float64(math.fsum(present.tolist()) / present.size)
             # round() on np.float64 is numpy's rounding (x*10, rint, /10), as in RAGChecker.
-            grouped[group][metric] = float(round(mean * 100, 1))
+            values[metric] = float(round(mean * 100, 1))
     return grouped

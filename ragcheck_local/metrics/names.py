@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..formats.output import METRIC_GROUP_KEYS
+
 PRECISION = "precision"
 RECALL = "recall"
 F1 = "f1"
@@ -31,8 +33,12 @@ CHECKS: tuple[str, ...] = (ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE,
 """The four checking matrices, named as in RAGChecker's result records."""
 
 EMPTY_POLICIES: tuple[str, ...] = ("zero", "skip")
-GROUPS: tuple[str, ...] = ("overall", "retriever", "generator", "extra")
-"""Group keys of the aggregated ``metrics`` object, in output order."""
+GROUPS: tuple[str, ...] = tuple(METRIC_GROUP_KEYS)
+"""The metric groups (``overall``, ``retriever``, ``generator``, ``extra``), in output order;
+their keys in the aggregated ``metrics`` object are :data:`METRIC_GROUP_KEYS`
+(``overall_metrics``, ...: RAGChecker 0.1.9's spelling)."""
+ALL_METRICS_GROUP = "all_metrics"
+"""RAGChecker's name for its 11 metrics together (``--metrics all_metrics``)."""
 HIGHER, LOWER, NO_DIRECTION = "higher", "lower", "neutral"
 """Which way a metric is good; ``neutral``: no fixed direction (self_knowledge)."""
 GT_CHECKS = frozenset({ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2ANSWER})

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import MetricsInputError, show_value
+from ..formats.output import METRIC_GROUP_KEYS
 from .formulas import (
     _claim_recall,
     _context_precision,
@@ -28,6 +29,7 @@ from .formulas import (
 )
 from .matrices import CheckingMatrices
 from .names import (
+    ALL_METRICS_GROUP,
     ANSWER2RESPONSE,
     CLAIM_RECALL,
     CONTEXT_PRECISION,
@@ -194,7 +196,8 @@ REQUIREMENTS: dict[str, frozenset[str]] = {m.name: m.requirements for m in METRI
 OUTPUT_GROUPS: dict[str, tuple[str, ...]] = {
     g: tuple(m.name for m in METRICS if m.group == g) for g in GROUPS
 }
-"""Group keys of the aggregated ``metrics`` object, in output order, with their metrics."""
+"""The metric groups, in output order, with their metrics (each group's key in the aggregated
+``metrics`` object is its :data:`METRIC_GROUP_KEYS` entry)."""
 ALL_METRICS: tuple[str, ...] = (
     OUTPUT_GROUPS["overall"] + OUTPUT_GROUPS["retriever"] + OUTPUT_GROUPS["generator"]
 )
@@ -203,13 +206,11 @@ EXTRA_METRICS: tuple[str, ...] = OUTPUT_GROUPS["extra"]
 """Metrics beyond RAGChecker: contradiction/unsupported (retrieved2response) and the soft
 precision/recall/f1 (support rows)."""
 METRIC_GROUPS: dict[str, tuple[str, ...]] = {
-    "overall_metrics": OUTPUT_GROUPS["overall"],
-    "retriever_metrics": OUTPUT_GROUPS["retriever"],
-    "generator_metrics": OUTPUT_GROUPS["generator"],
-    "extra_metrics": EXTRA_METRICS,
-    "all_metrics": ALL_METRICS,
+    **{METRIC_GROUP_KEYS[g]: names for g, names in OUTPUT_GROUPS.items()},
+    ALL_METRICS_GROUP: ALL_METRICS,
 }
-"""RAGChecker's group names (plus ``extra_metrics``); ``all_metrics`` is the 11, as upstream."""
+"""RAGChecker's group names (plus ``extra_metrics``), which are also the output's group keys;
+``all_metrics`` is the 11, as upstream."""
 _GROUP_ALIASES: dict[str, tuple[str, ...]] = {**OUTPUT_GROUPS, "all": ALL_METRICS}
 # Older RAGChecker releases named the groups "overall", "retriever", "generator", "all".
 _KNOWN = ALL_METRICS + EXTRA_METRICS

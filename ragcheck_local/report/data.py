@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, show_value
-from ..formats.output import check_output, read_output
+from ..formats.output import check_output, metric_group, normalize_metric_groups, read_output
 from ..metrics import CheckingMatrices
 from ..metrics.matrices import require_evaluated
 from ..records import LANGUAGE_MISMATCH, NEUTRAL, VERDICTS, Chunk, claim_verdict
@@ -357,15 +357,16 @@ def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:
     if not isinstance(raw, Mapping):
         raise InputError(f"expected an object, found {show_value(raw)}", field="metrics")
     out: dict[str, tuple[str, float | None]] = {}
-    for group, values in raw.items():
+    # Either spelling of the group keys (RAGChecker 0.1.9's overall_metrics, the older overall).
+    for key, values in normalize_metric_groups(raw).items():
         if not isinstance(values, Mapping):
             raise InputError(
-                f"expected an object, found {show_value(values)}", field=f"metrics.{group}"
+                f"expected an object, found {show_value(values)}", field=f"metrics.{key}"
             )
         for name, value in values.items():
             out[str(name)] = (
-                str(group),
-                _number(value, top=100.0, record=None, field=f"metrics.{group}.{name}"),
+                metric_group(key),
+                _number(value, top=100.0, record=None, field=f"metrics.{key}.{name}"),
             )
     return out
 

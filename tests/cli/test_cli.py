@@ -34,7 +34,7 @@ def test_evaluate_end_to_end(tmp_path: Path, lexical_model: Path) -> None:
     assert "faithfulness" in result.output and "precision" in result.output
     data = json.loads(out.read_text())
     assert len(data["results"]) == 3
-    assert data["metrics"]["generator"]["faithfulness"] is not None
+    assert data["metrics"]["generator_metrics"]["faithfulness"] is not None
 
 
 def test_ragchecker_flag_names_keep_working(tmp_path: Path, lexical_model: Path) -> None:
@@ -59,9 +59,9 @@ def test_ragchecker_flag_names_keep_working(tmp_path: Path, lexical_model: Path)
     )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert set(data["metrics"]["overall"]) == {"precision", "recall", "f1"}
-    assert set(data["metrics"]["retriever"]) == {"claim_recall", "context_precision"}
-    assert data["metrics"]["generator"] == {}
+    assert set(data["metrics"]["overall_metrics"]) == {"precision", "recall", "f1"}
+    assert set(data["metrics"]["retriever_metrics"]) == {"claim_recall", "context_precision"}
+    assert data["metrics"]["generator_metrics"] == {}
 
 
 def test_bad_input_exits_2_and_names_the_record(tmp_path: Path) -> None:

@@ -121,7 +121,7 @@ def test_each_preset_runs_end_to_end_on_a_tiny_model_of_its_architecture(
         assert manifest["metrics_unavailable"] == {}
     else:
         assert set(manifest["metrics_unavailable"]) == set(CONTRADICTION_METRICS)
-        assert out["metrics"]["extra"]["contradiction_rate"] is None
+        assert out["metrics"]["extra_metrics"]["contradiction_rate"] is None
     # Long premises were windowed, not truncated.
     counts = manifest["counts"]
     assert counts["nli_pairs"] > counts["pairs"]
@@ -329,13 +329,13 @@ def test_recompute_keeps_a_two_way_judges_contradiction_metrics_unavailable(
 ) -> None:
     assert _run(tmp_path, models, "hhem").exit_code == 0
     out = pipeline.recompute(tmp_path / "out.json", tmp_path / "re.json")
-    assert out["metrics"]["extra"]["contradiction_rate"] is None
+    assert out["metrics"]["extra_metrics"]["contradiction_rate"] is None
     assert all(r["metrics"]["unsupported_rate"] is None for r in out["results"])
     # A 3-way output keeps its numbers.
     (tmp_path / "nli").mkdir()
     assert _run(tmp_path / "nli", models, "nli").exit_code == 0
     out3 = pipeline.recompute(tmp_path / "nli" / "out.json", tmp_path / "re3.json")
-    assert out3["metrics"]["extra"]["contradiction_rate"] is not None
+    assert out3["metrics"]["extra_metrics"]["contradiction_rate"] is not None
 
 
 def test_a_two_way_output_says_why_its_metrics_are_na_in_every_view(

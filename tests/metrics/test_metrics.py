@@ -441,23 +441,24 @@ def test_aggregate_groups_rounding_and_none() -> None:
     ]
     grouped = aggregate(per_item, ["precision", "faithfulness", "unsupported_rate"])
     assert grouped == {
-        "overall": {"precision": 66.7},
-        "retriever": {},
-        "generator": {"faithfulness": 6.2},  # 6.25 rounds half to even, as numpy does
-        "extra": {"unsupported_rate": 6.2},  # None item left out: mean of 0.125 and 0.0
+        "overall_metrics": {"precision": 66.7},
+        "retriever_metrics": {},
+        "generator_metrics": {"faithfulness": 6.2},  # 6.25 rounds half to even, as numpy does
+        "extra_metrics": {"unsupported_rate": 6.2},  # None item left out: mean of 0.125 and 0
     }
 
 
 def test_aggregate_metric_without_items_is_none() -> None:
-    assert aggregate([{"recall": None}], ["recall"])["overall"] == {"recall": None}
-    assert aggregate([], ["recall"])["overall"] == {"recall": None}
+    assert aggregate([{"recall": None}], ["recall"])["overall_metrics"] == {"recall": None}
+    assert aggregate([], ["recall"])["overall_metrics"] == {"recall": None}
 
 
 def test_aggregate_skip_policy_end_to_end() -> None:
     zero = [item_metrics(m) for m in (RICH, NO_RESPONSE_CLAIMS)]
     skip = [item_metrics(m, empty_policy="skip") for m in (RICH, NO_RESPONSE_CLAIMS)]
-    assert aggregate(zero, ["precision"])["overall"] == {"precision": 20.0}  # (0.4 + 0) / 2
-    assert aggregate(skip, ["precision"])["overall"] == {"precision": 40.0}  # 0.4 alone
+    overall = "overall_metrics"
+    assert aggregate(zero, ["precision"])[overall] == {"precision": 20.0}  # (0.4 + 0) / 2
+    assert aggregate(skip, ["precision"])[overall] == {"precision": 40.0}  # 0.4 alone
 
 
 def test_aggregate_rejects_bad_values() -> None:
@@ -505,7 +506,7 @@ def test_metric_table_gives_aggregates_numbers_in_8_bytes_per_value() -> None:
     assert len(table) == 1001  # a rejected row leaves no partial values behind
     empty = MetricTable(names)
     empty.add(dict.fromkeys(names))
-    assert aggregate_table(empty, names)["overall"]["precision"] is None
+    assert aggregate_table(empty, names)["overall_metrics"]["precision"] is None
 
 
 # -- soft metrics (support rows) ----------------------------------------------------------------

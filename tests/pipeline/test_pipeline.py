@@ -53,8 +53,9 @@ def test_end_to_end_matrices_and_metrics(tmp_path: Path, lexical_model: Path) ->
     assert c["retrieved2response"] is None
     assert c["metrics"]["faithfulness"] is None and c["metrics"]["precision"] == 1.0
     # dataset metrics: mean over computable items x100, 1 decimal
-    assert out["metrics"]["overall"]["precision"] == round((1 / 3 + 1) / 2 * 100, 1)
-    assert out["metrics"]["generator"]["faithfulness"] == round((1 / 3 + 1 / 2) / 2 * 100, 1)
+    assert out["metrics"]["overall_metrics"]["precision"] == round((1 / 3 + 1) / 2 * 100, 1)
+    generator = out["metrics"]["generator_metrics"]
+    assert generator["faithfulness"] == round((1 / 3 + 1 / 2) / 2 * 100, 1)
     # claim details keep span, verdict, probabilities and the deciding chunk
     details = a["claim_details"]["response"]
     assert details[0]["doc_id"] == "d1" and details[0]["verdict"] == E
@@ -89,8 +90,8 @@ def test_only_the_needed_checks_run(tmp_path: Path, lexical_model: Path) -> None
     assert a["gt_answer_claims"] == []
     # 3 + 2 response claims x chunks (item c has no context)
     assert summary.counts["pairs"] == 3 * 2 + 2 * 1
-    assert set(out["metrics"]["generator"]) == {"faithfulness"}
-    assert out["metrics"]["overall"] == {}
+    assert set(out["metrics"]["generator_metrics"]) == {"faithfulness"}
+    assert out["metrics"]["overall_metrics"] == {}
 
 
 def test_bad_input_fails_before_any_model_is_loaded(tmp_path: Path) -> None:
@@ -126,8 +127,8 @@ def test_empty_policy_skip_leaves_claimless_items_out(tmp_path: Path, lexical_mo
     assert zero["results"][1]["response_claims"] == []
     assert zero["results"][1]["metrics"]["faithfulness"] == 0.0
     assert skip["results"][1]["metrics"]["faithfulness"] is None
-    assert skip["metrics"]["generator"]["faithfulness"] == round(100 / 3, 1)
-    assert zero["metrics"]["generator"]["faithfulness"] == round(100 / 6, 1)
+    assert skip["metrics"]["generator_metrics"]["faithfulness"] == round(100 / 3, 1)
+    assert zero["metrics"]["generator_metrics"]["faithfulness"] == round(100 / 6, 1)
 
 
 def test_resume_after_a_crash_gives_identical_output(
