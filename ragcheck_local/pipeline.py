@@ -24,7 +24,7 @@ from .config import ENGINE_SETTINGS, EvalConfig
 from .engines import BlockStats, evaluate_blocks
 from .errors import InputError, show_value
 from .formats.checkpoint import Checkpoint
-from .formats.files import check_output_path, remove_stale_temps, write_json
+from .formats.files import check_output_path, load_json, remove_stale_temps, write_json
 from .formats.input import RecordRules, iter_items
 from .formats.lock import OutputLock, lock_path
 from .formats.output import output_paths, read_output, write_claims, write_output
@@ -289,6 +289,7 @@ def _evaluate(
     bars.update("checked", len(done))
     stats = BlockStats()
     pairs_total = checkpoint.counts.get("pairs", 0)
+    shard_seen = len(done)  # this shard's items so far (resumed ones first): positions
 
     def pending_items() -> Iterator[RagItem]:
         position = 0  # counted exactly as in the validation pass
@@ -304,6 +305,10 @@ def _evaluate(
     try:
         for block in evaluate_blocks(config, _blocks(pending, run.block_size), bars.update):
             block_pairs = block.stats.counts.get("pairs", 0)
+            if run.shard is not None:  # where each item stands in the input, for merge
+                for result in block.results or []:
+                    result["input_position"] = shard_position(shard_seen, run.block_size, run.shard)
+                    shard_seen += 1
             for result in block.results or []:
                 if result["query_id"] in foreign:
                     # Kept with the item, so every later view (report, compare, merge) shows it.
@@ -313,7 +318,7 @@ def _evaluate(
                             "code": LANGUAGE_MISMATCH,
                             "languages": list(foreign[result["query_id"]]),
                             "judge_languages": list(declared or ()),
-                        }
+                        },
                     ]
             checkpoint.append(block.results or [], {"pairs": block_pairs})
             pairs_total += block_pairs
@@ -330,6 +335,8 @@ def _evaluate(
     unavailable = _unavailable(facts)
     if unavailable:  # only under a 2-way judge: a 3-way run's file is as it always was
         rest["metrics_unavailable"] = unavailable
+    if run.shard is not None:
+        rest["shard"] = shard_record(config, input_path)
     claim_counts = {"response_claims": 0, "gt_answer_claims": 0}
     write_output(paths["output"], _counting(checkpoint.results(), claim_counts), rest)
     write_claims(paths["claims"], checkpoint.results())
@@ -490,7 +497,6 @@ def recompute(
     (ours or RAGChecker's own) without loading any model; write the updated file atomically."""
     check_output_path(output_path, inputs=[input_path])
     data = read_output(input_path)
-    require_evaluated(data, str(input_path))
     names = with_extras(resolve_metrics(metrics))
     per_item = []
     results = []
@@ -502,6 +508,7 @@ def recompute(
             record=str(input_path),
             field="results",
         )
+    require_evaluated(data, str(input_path))  # no results at all: nothing evaluated either
     three_way = not (data.get("metrics_unavailable") or _two_way(data["results"]))
     for result in data["results"]:
         values = item_metrics(
@@ -518,29 +525,46 @@ def recompute(
 
 
 def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, Any]:
-    """Combine shard outputs into one file; dataset metrics are re-aggregated from the items'
-    metrics, so they equal a single run's."""
+    """Combine the outputs of ``evaluate --shard I/N`` runs of one input into the single run's:
+    items in input order, dataset metrics re-aggregated from the items' metrics, and
+    ``OUT.claims.jsonl`` and ``OUT.manifest.json`` beside it, as ``evaluate`` writes them.
+
+    Every shard file records its shard, block size and run identity (input bytes, settings),
+    and each item its ``input_position``. Shards that overlap, a missing shard, and shards of
+    another input or other settings (or scored by other model weights, where the manifests
+    tell) are an :class:`InputError` naming the files. One whole-run output (no shard record)
+    merges to itself.
+    """
     check_output_path(output_path, inputs=inputs)
+    paths = output_paths(output_path)
+    for name in ("claims", "manifest"):
+        check_output_path(paths[name], inputs=inputs, option=f"--output ({name} file)")
+    files = [(str(path), read_output(path)) for path in inputs]
+    _check_shards(files)
     results: list[dict[str, Any]] = []
     rejected: list[Any] = []
     unavailable: dict[str, str] = {}
     seen: dict[str, str] = {}
     names: list[str] = []
-    for path in inputs:
-        data = read_output(path)
-        for result in data["results"]:
-            qid = str(result.get("query_id"))
+    for path, data in files:
+        for index, result in enumerate(data["results"]):
+            if "query_id" not in result:
+                raise InputError("missing", record=f"{path} results[{index}]", field="query_id")
+            qid = str(result["query_id"])
             if qid in seen:
                 raise InputError(
-                    f"query_id {qid!r} is also in {seen[qid]}", record=str(path), field="query_id"
+                    f"query_id {qid!r} is also in {seen[qid]}: the files overlap",
+                    record=path,
+                    field="query_id",
                 )
-            seen[qid] = str(path)
+            seen[qid] = path
             if not isinstance(result.get("metrics") or {}, dict):
                 raise InputError(
                     f"expected an object of metric values, found {show_value(result['metrics'])}",
                     record=f"{path} query_id={qid!r}",
                     field="metrics",
                 )
+            _check_details(result.get("claim_details"), f"{path} query_id={qid!r}")
             for name in result.get("metrics") or {}:
                 if name not in names:
                     names.append(name)
@@ -550,13 +574,15 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
         if not isinstance(rows, list):
             raise InputError(
                 f"expected a list, found {type(rows).__name__} {show_value(rows)}",
-                record=str(path),
+                record=path,
                 field="rejected",
             )
         for row in rows:
             # Every shard validates the whole input, so each lists every rejected record.
             if row not in rejected:
                 rejected.append(row)
+    if any(data.get("shard") is not None for _, data in files):
+        results = _in_input_order(files)
     per_item = []
     for result in results:
         values = result.get("metrics") or {}
@@ -564,8 +590,271 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
     out = {"results": results, "metrics": aggregate(per_item, names), "rejected": rejected}
     if unavailable:
         out["metrics_unavailable"] = unavailable
-    _write(output_path, out)
+    manifest = _merged_manifest(files, out, names)
+    with OutputLock(output_path):  # never under a run that is writing the same files
+        write_output(output_path, results, {k: v for k, v in out.items() if k != "results"})
+        write_claims(paths["claims"], (r for r in results if r.get("claim_details")))
+        write_json(paths["manifest"], manifest)
     return out
+
+
+def shard_record(config: EvalConfig, input_path: Path) -> dict[str, Any]:
+    """What a shard's output records so that :func:`merge` can put the shards back together
+    and refuse shards of different runs: the shard, the block size (which cut the blocks) and
+    the hashes of the input bytes and of the settings that decide the results."""
+    run = config.run
+    index, count = run.shard or (0, 1)
+    settings = config.to_dict()
+    # Not what decides a result: where and how this shard ran (the model's path differs from
+    # machine to machine; its weights' hash is in the manifest).
+    for section, keys in _SHARD_FREE_SETTINGS.items():
+        for key in keys:
+            settings.get(section, {}).pop(key, None)
+    for section in ENGINE_SETTINGS:
+        settings.pop(section, None)
+    return {
+        "index": index,
+        "count": count,
+        "block_size": run.block_size,
+        "input_sha256": _file_sha256(input_path),
+        "settings_sha256": hashlib.sha256(
+            json.dumps(settings, sort_keys=True, default=str).encode()
+        ).hexdigest(),
+    }
+
+
+_SHARD_FREE_SETTINGS = {
+    "nli": ("device", "model_path", "verify_weights"),
+    "claims": ("device",),
+    "prefilter": ("device",),
+    "run": ("shard", "resume", "progress", "cache"),
+}
+"""Settings that may differ between the shards of one run (devices, paths, bookkeeping)."""
+
+
+def shard_position(k: int, block_size: int, shard: tuple[int, int]) -> int:
+    """The input position of the ``k``-th item (0-based) of ``shard``: the inverse of
+    :func:`in_shard` (shard I of N holds blocks I, I+N, ... of ``block_size`` items)."""
+    index, count = shard
+    return (index + (k // block_size) * count) * block_size + k % block_size
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _shard_of(path: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The shard record of an output file (None: a whole run's output), checked."""
+    record = data.get("shard")
+    if record is None:
+        return None
+    fields = ("index", "count", "block_size", "input_sha256", "settings_sha256")
+    if not isinstance(record, Mapping) or any(k not in record for k in fields):
+        raise InputError(
+            f"expected an object with {', '.join(fields)}, found {show_value(record)}",
+            record=path,
+            field="shard",
+        )
+    index, count, size = record["index"], record["count"], record["block_size"]
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (index, count, size))
+    if not numbers or not 0 <= index < count or size < 1:
+        raise InputError(
+            f"expected shard index I < count N and a block size >= 1, found {show_value(record)}",
+            record=path,
+            field="shard",
+        )
+    return dict(record)
+
+
+def _check_shards(files: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    """Refuse shard files that cannot make one run: not shards, another run's, one shard
+    twice, a shard missing (each error names the files)."""
+    shards = [(path, _shard_of(path, data)) for path, data in files]
+    whole = [path for path, record in shards if record is None]
+    if whole and len(files) > 1:
+        raise InputError(
+            f"{', '.join(whole)} has no shard record: merge combines the outputs of "
+            "`ragcheck-local evaluate --shard I/N` runs of one input (a whole run needs none)",
+            field="shard",
+        )
+    records = [(path, record) for path, record in shards if record is not None]
+    if not records:
+        return
+    first_path, first = records[0]
+    for path, record in records[1:]:
+        for key, what in (
+            ("input_sha256", "another input file (other bytes)"),
+            ("settings_sha256", "other settings (metrics, claims, judge, ...)"),
+            ("count", "another shard count"),
+            ("block_size", "another --block-size"),
+        ):
+            if record[key] != first[key]:
+                raise InputError(
+                    f"{path} and {first_path} are shards of different runs: {what}; merge "
+                    "only the shards of one `evaluate` run",
+                    field=f"shard.{key}",
+                )
+    count = first["count"]
+    by_index: dict[int, str] = {}
+    for path, record in records:
+        if record["index"] in by_index:
+            raise InputError(
+                f"{path} and {by_index[record['index']]} are both shard "
+                f"{record['index']}/{count}: the shards overlap",
+                field="shard.index",
+            )
+        by_index[record["index"]] = path
+    missing = [f"{i}/{count}" for i in range(count) if i not in by_index]
+    if missing:
+        given = [f"{i}/{count} ({by_index[i]})" for i in sorted(by_index)]
+        raise InputError(
+            f"shard(s) {', '.join(missing)} missing; given: {', '.join(given)}",
+            field="shard.index",
+        )
+
+
+def _in_input_order(files: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Every shard's results in input order (by ``input_position``, which is then dropped: the
+    merged file is the single run's), checked to be each shard's own and to leave no gap."""
+    placed: dict[int, tuple[str, dict[str, Any]]] = {}
+    for path, data in files:
+        record = data["shard"]
+        shard = (record["index"], record["count"])
+        for result in data["results"]:
+            qid = result.get("query_id")
+            position = result.get("input_position")
+            if (
+                isinstance(position, bool)
+                or not isinstance(position, int)
+                or position < 0
+                or not in_shard(position, record["block_size"], shard)
+            ):
+                raise InputError(
+                    f"expected this shard's position in the input ({shard[0]}/{shard[1]}, "
+                    f"blocks of {record['block_size']}), found {show_value(position)}",
+                    record=f"{path} query_id={qid!r}",
+                    field="input_position",
+                )
+            if position in placed:
+                raise InputError(
+                    f"input position {position} is also query_id "
+                    f"{placed[position][1].get('query_id')!r} in {placed[position][0]}",
+                    record=f"{path} query_id={qid!r}",
+                    field="input_position",
+                )
+            placed[position] = (path, result)
+    gaps = [p for p in range(len(placed)) if p not in placed]
+    if gaps:
+        raise InputError(
+            f"no item at input position(s) {', '.join(map(str, gaps[:10]))}: a shard file is "
+            f"incomplete ({', '.join(path for path, _ in files)})",
+            field="input_position",
+        )
+    return [
+        {k: v for k, v in placed[p][1].items() if k != "input_position"} for p in sorted(placed)
+    ]
+
+
+def _numbers(value: Any) -> list[tuple[str, int | float]]:
+    """The numeric entries of a manifest's ``counts`` or ``timings`` (nothing else is summed)."""
+    if not isinstance(value, Mapping):
+        return []
+    return [
+        (str(k), v)
+        for k, v in value.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
+
+
+def _check_details(value: Any, record: str) -> None:
+    """``claim_details`` as the claims file needs it: source → list of claim objects."""
+    if value is None:
+        return
+    ok = isinstance(value, Mapping) and all(
+        isinstance(rows, list) and all(isinstance(row, Mapping) for row in rows)
+        for rows in value.values()
+    )
+    if not ok:
+        raise InputError(
+            f"expected {{source: [claim objects]}}, found {show_value(value)}",
+            record=record,
+            field="claim_details",
+        )
+
+
+def _merged_manifest(
+    files: Sequence[tuple[str, Mapping[str, Any]]],
+    out: Mapping[str, Any],
+    names: Sequence[str],
+) -> dict[str, Any]:
+    """The merged output's manifest: the shards' manifests (where they lie beside the shard
+    files) summed up, as one run's. Manifests that disagree on the model weights or the claim
+    parser are an :class:`InputError`: their claims or verdicts would not be one run's."""
+    manifests: list[tuple[str, dict[str, Any]]] = []
+    merged_from = []
+    for path, data in files:
+        beside = output_paths(path)["manifest"]
+        manifest = load_json(beside) if beside.is_file() else None
+        if manifest is not None and not isinstance(manifest, dict):
+            raise InputError(
+                f"expected a JSON object, found {show_value(manifest)}", record=str(beside)
+            )
+        if manifest is not None:
+            manifests.append((str(beside), manifest))
+        shard = data.get("shard") or {}
+        merged_from.append(
+            {
+                "file": path,
+                "shard": [shard["index"], shard["count"]] if shard else None,
+                "manifest": str(beside) if manifest is not None else None,
+            }
+        )
+    for key, what in (
+        (("model", "sha256"), "model weights"),
+        (("model", "judge", "sha256"), "judges"),
+        (("claim_parser",), "claim parser"),
+    ):
+        values = {}
+        for beside, manifest in manifests:
+            value: Any = manifest
+            for part in key:
+                value = value.get(part) if isinstance(value, Mapping) else None
+            values.setdefault(json.dumps(value, sort_keys=True), beside)
+        if len(values) > 1:
+            raise InputError(
+                f"the shards were scored with different {what}: {' vs '.join(values.values())}",
+                field=".".join(key),
+            )
+    base = dict(manifests[0][1]) if manifests else {"tool": "ragcheck_local"}
+    counts: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    for _, manifest in manifests:
+        for k, v in _numbers(manifest.get("counts")):
+            counts[k] = counts.get(k, 0) + v
+        for k, v in _numbers(manifest.get("timings")):
+            if k.endswith("_s"):
+                timings[k] = round(timings.get(k, 0.0) + v, 3)
+    results = out["results"]
+    counts.update({"items": len(results), "rejected": len(out["rejected"])})
+    for key in ("response_claims", "gt_answer_claims"):
+        counts[key] = sum(len(r[key]) for r in results if isinstance(r.get(key), list))
+    config = base.get("config")
+    if isinstance(config, Mapping) and isinstance(config.get("run"), Mapping):
+        base["config"] = {**config, "run": {**config["run"], "shard": None}}
+    base.update(
+        {
+            "metrics_computed": list(names),
+            "metrics_unavailable": dict(out.get("metrics_unavailable") or {}),
+            "counts": counts,
+            "timings": timings,
+            "merged_from": merged_from,
+        }
+    )
+    return base
 
 
 def _write(path: str | Path, data: Mapping[str, Any]) -> None:

@@ -178,8 +178,11 @@ def test_shards_merge_to_the_single_run(tmp_path: Path, lexical_model: Path) -> 
     counts = [sum(in_shard(p, 16, (i, 3)) for p in range(200)) for i in range(3)]
     assert counts == [72, 64, 64]  # whole blocks of 16: a partition, balanced to a block
     assert [p for p in range(40) if in_shard(p, 8, (1, 2))] == [*range(8, 16), *range(24, 32)]
-    with pytest.raises(InputError, match="also in"):
+    # A whole run beside its own shards: the items overlap (more cases: test_merge_shards.py).
+    with pytest.raises(InputError, match="no shard record"):
         merge([tmp_path / "out.json", outs[0], outs[1]], tmp_path / "dup.json")
+    with pytest.raises(InputError, match="overlap"):
+        merge([outs[0], outs[1], outs[0]], tmp_path / "dup.json")
 
 
 def test_recompute_reproduces_our_metrics(tmp_path: Path, lexical_model: Path) -> None:
