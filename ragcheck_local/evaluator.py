@@ -481,7 +481,7 @@ def preflight(config: EvalConfig) -> dict[str, Any]:
     it (a resume with every block done) and ``languages`` (what the model declares, or None).
     """
     from .errors import InputError
-    from .judge.model_files import preflight_model
+    from .judge.load import preflight_model
 
     c = config.claims
     if c.lang != "auto" or c.spacy_model:

@@ -99,6 +99,7 @@ def _run_key(config: EvalConfig, input_path: Path) -> str:
     # last float bits, which byte-identical resumed output depends on.
     for volatile in ("progress", "resume", "cache"):
         settings["run"].pop(volatile)
+    settings["nli"].pop("verify_weights")  # a check before the run, never what it computes
     for section in ENGINE_SETTINGS:
         settings.pop(section)
     h.update(json.dumps(settings, sort_keys=True, default=str).encode())
@@ -206,7 +207,7 @@ def _evaluate(
         import_ray()  # a missing optional dependency fails before any work is done
 
     from .evaluator import preflight
-    from .judge.model_files import model_languages
+    from .judge.load import model_languages
 
     declared = model_languages(config.nli.model_path)
     policy = config.input.on_language_mismatch

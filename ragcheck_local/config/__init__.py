@@ -134,6 +134,14 @@ class NLIConfig(_Section):
             "installed all-MiniLM-L6-v2)."
         ),
     )
+    verify_weights: bool = field(
+        default=False,
+        metadata=_help(
+            "Require a checksums.sha256 beside the model's files and check them against it "
+            "(a model that has one is always checked).",
+            flat=True,
+        ),
+    )
 
     @property
     def model_path(self) -> str:

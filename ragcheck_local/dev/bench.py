@@ -43,7 +43,7 @@ class BaselineChecker:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from ..judge.model_files import label_columns
+        from ..judge.kinds import label_columns
 
         self.torch = torch
         self.device = device

@@ -1,7 +1,7 @@
 """Inference backends: a loaded model as one function from a numpy batch to probabilities in the
 model's own label order (torch, or ONNX Runtime). Device, dtype and batching stay with
 :class:`~ragcheck_local.judge.checker.NLIChecker`; the dtype rule is
-:func:`~ragcheck_local.judge.model_files.backend_dtype`."""
+:func:`~ragcheck_local.judge.load.backend_dtype`."""
 
 from __future__ import annotations
 

@@ -19,25 +19,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..config import NLIConfig
-from ..errors import ModelError
 from ..records import CONTRADICTION
-from .backends import load_onnx, load_torch
+from .backends import Backend, Forward
 from .cache import MemoryCache
-from .calibration import load_calibration, text_features
+from .calibration import text_features
 from .embedding import Embedder
 from .encoding import PairEncoder
-from .kinds import TemplateEncoder, load_kind, preflight_kind
-from .model_files import (
-    backend_dtype,
-    input_limit,
-    label_columns,
-    load_tokenizer,
-    model_facts,
-    resolve_max_length,
-    resolve_model_path,
-    to_canonical,
-)
-from .spec import load_spec
+from .kinds import TemplateEncoder, label_columns, to_canonical
+from .load import check_scores, load_weights, model_facts, prepare_judge
 from .verdicts import NEUTRAL_PROBS, Probs, combine, verdict_of
 from .windows import Windower
 
@@ -108,34 +97,22 @@ class NLIChecker:
         to, whichever blocks ran before, so a resumed run reproduces every float bit (batch
         composition moves probabilities in the 7th decimal)."""
         import torch
-        from transformers import AutoConfig
-
-        from ..device import resolve_device, resolve_dtype
 
         self.config = config
-        self.spec = load_spec(config.judge)
-        self.device = resolve_device(config.device)
-        self.dtype = resolve_dtype(config.dtype, self.device)
-        self.embedder: Embedder | None = None
-        self.encoder: PairEncoder | TemplateEncoder
-        if self.spec.kind != "nli":
-            self._init_kind(config)
-        else:
-            self.model_path = resolve_model_path(config.model_path)
-            try:
-                hf_config = AutoConfig.from_pretrained(self.model_path, local_files_only=True)
-            except (OSError, ValueError) as exc:
-                raise ModelError(f"cannot load model {config.model_path!r}: {exc}") from None
-            self.tokenizer = load_tokenizer(self.model_path, config.model_path)
-            self.columns = label_columns(hf_config.id2label, config.model_path)
-            self.calibration = (
-                load_calibration(self.model_path, config.calibration) if config.calibrate else None
-            )
-            if self.calibration is not None and self.calibration.needs_similarity:
-                self.embedder = Embedder(config.embedding_model, str(self.device))
-            self.max_length = self._max_length(hf_config)
-            self.n_special = self.tokenizer.num_special_tokens_to_add(pair=True)
-            self.encoder = PairEncoder(self.tokenizer, self.max_length)
+        # Every check short of the weights, in order (.load); then the weights and a test pair.
+        self.judge = prepare_judge(config)
+        judge = self.judge
+        self.spec = judge.spec
+        self.device, self.dtype = judge.device, judge.dtype
+        self.resolved_dtype = judge.backend_dtype
+        self.model_path = judge.path
+        self.tokenizer = judge.tokenizer
+        self.columns = judge.columns
+        self.calibration = judge.calibration
+        self.embedder: Embedder | None = judge.embedder
+        self.max_length = judge.max_length
+        self.encoder: PairEncoder | TemplateEncoder = judge.encoder
+        self.n_special = judge.n_special
         if sentence_spans is None:
             from ..claims import Segmenter
 
@@ -162,12 +139,12 @@ class NLIChecker:
             "tokens": 0,
             "padded_tokens": 0,
         }
-        self._forward: Callable[[dict[str, np.ndarray]], np.ndarray]
-        self.resolved_dtype = backend_dtype(config, self.device)
-        if self.spec.kind == "nli":  # other kinds loaded theirs in _init_kind
-            onnx = config.backend == "onnx"
-            self._forward = self._onnx_forward() if onnx else self._torch_forward(torch)
-        self._probe()
+        self.model: Any = None
+        if self.spec.kind == "nli" and config.backend == "torch":
+            self._forward = self._torch_forward(torch)
+        else:
+            self._forward = self._use(load_weights(judge))
+        check_scores(self._forward, judge)
         if cache_path:
             from .cache import NLICache
 
@@ -185,64 +162,20 @@ class NLIChecker:
 
     # -- loading -----------------------------------------------------------------------------
 
-    def _init_kind(self, config: NLIConfig) -> None:
-        """A judge of another kind (:mod:`.kinds`): its files, length, encoder and backend."""
-        self.model_path, _, self.max_length, self.tokenizer = preflight_kind(self.spec, config)
-        # Heads are fitted on an NLI model's features: other kinds decide by their own
-        # probabilities (a 2-way judge: supported when P(supported) > 0.5, as MiniCheck does).
-        self.calibration = None
-        loaded = load_kind(
-            self.spec,
-            self.model_path,
-            config.model_path,
-            self.device,
-            self.dtype,
-            self.max_length,
-            self.tokenizer,
-        )
-        self.columns = loaded.columns
-        self.encoder = loaded.encoder
-        self.n_special = loaded.encoder.n_special
-        self.input_names, self.model = loaded.backend.input_names, loaded.backend.model
-        self._forward = loaded.backend.forward
+    def _torch_forward(self, torch: Any) -> Forward:
+        """The NLI model on torch (``torch``: the module; tests wrap this method to stand in
+        other scores for the model's)."""
+        return self._use(load_weights(self.judge))
+
+    def _use(self, backend: Backend) -> Forward:
+        """Keep the loaded backend's model and input names; its forward."""
+        self.input_names, self.model = backend.input_names, backend.model
+        return backend.forward
 
     @property
     def three_way(self) -> bool:
         """Whether the judge can say Contradiction (a 2-way judge cannot)."""
         return 2 in self.columns
-
-    def _probe(self) -> None:
-        """Score one pair: weights that load but compute NaN or infinity (a corrupt file, a
-        bad dtype) fail here, before the run writes anything, naming the model."""
-        probs = self._forward(self.encoder.batch([("A man sleeps.", "A man sleeps.")]))
-        if probs.shape != (1, len(self.columns)) or not np.isfinite(probs).all():
-            raise ModelError(
-                f"model {self.config.model_path!r} gives no finite scores on a test pair "
-                f"(output {probs.tolist()!r}); its weights are corrupt or do not fit "
-                f"dtype {self.resolved_dtype}"
-            )
-
-    def _max_length(self, hf_config: Any) -> int:
-        model_limit = input_limit(
-            getattr(self.tokenizer, "model_max_length", None),
-            getattr(hf_config, "max_position_embeddings", None),
-            hf_config.model_type,
-        )
-        return resolve_max_length(self.config, model_limit)
-
-    def _torch_forward(self, torch: Any) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-        backend = load_torch(
-            self.model_path, self.config.model_path, self.device, self.dtype, self.config.compile
-        )
-        self.input_names, self.model = backend.input_names, backend.model
-        return backend.forward
-
-    def _onnx_forward(self) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-        # int8 on CPU unless float32 is asked for explicitly (backend_dtype): the fp32 graph
-        # gives the torch model's verdicts (exact mode), int8 is faster with near-identical ones.
-        backend = load_onnx(self.model_path, quantize=self.resolved_dtype == "int8")
-        self.input_names = backend.input_names
-        return backend.forward
 
     # -- scoring -------------------------------------------------------------------------------
 
@@ -531,15 +464,7 @@ class NLIChecker:
 
     def facts(self) -> dict[str, Any]:
         """The resolved settings: what the manifest records and the cache is keyed by."""
-        return model_facts(
-            self.config,
-            resolved_path=self.model_path,
-            device=self.device,
-            max_length=self.max_length,
-            columns=self.columns,
-            calibration=self.calibration,
-            spec=self.spec,
-        )
+        return model_facts(self.judge)
 
     def settings_key(self) -> str:
         """Cache namespace: model sha, backend, resolved dtype, max length and window rule.

@@ -1,19 +1,21 @@
-"""Judge kinds beside the NLI cross-encoder: how a :class:`~.spec.JudgeSpec` becomes model
-inputs (:class:`TemplateEncoder`) and how the model's outputs become probabilities
-(:func:`load_kind`). :class:`~.checker.NLIChecker` keeps windows, batching, the cache and the
-verdict rules for every kind; what differs per kind lives here.
+"""What differs per judge kind: which canonical column (E=0, N=1, C=2) each output is, which
+models fit the kind, how a pair becomes model input (:class:`~.encoding.PairEncoder` for the
+NLI cross-encoder, :class:`TemplateEncoder` for a spec's template), its label tokens, and the
+forward pass that yields probabilities over its outputs (:func:`load_kind`).
 
-Every kind ends in the same place: probabilities in the kind's own output order plus the
-canonical column (E=0, N=1, C=2) of each output, so the checker's ``to_canonical`` and the
-verdict rules are shared. A 2-way judge has no Contradiction column.
+:mod:`.load` runs the steps of loading a judge in order and calls into this module where a
+kind decides; :class:`~.checker.NLIChecker` keeps windows, batching, the cache and the verdict
+rules for every kind. Every kind ends in the same place: probabilities in the kind's own output
+order plus the canonical column of each output, so :func:`to_canonical` and the verdict rules
+are shared. A 2-way judge has no Contradiction column.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,9 @@ import numpy as np
 
 from ..errors import InputError, ModelError
 from .backends import Backend
+from .encoding import PairEncoder
 from .spec import JudgeSpec
+from .weights import weight_files
 
 logger = logging.getLogger(__name__)
 
@@ -29,23 +33,122 @@ ROLE_COLUMN = {"supported": 0, "unsupported": 1, "contradicted": 2}
 """Canonical column of each label role."""
 
 
-def model_location(model_path: str) -> tuple[Path, str | None]:
-    """(folder, GGUF file name or None): ``--nli-model`` may name a ``.gguf`` file."""
-    path = Path(model_path)
-    if path.is_file() and path.suffix.lower() == ".gguf":
-        return path.parent, path.name
-    return path, None
+# Output label names users' models carry, mapped to our canonical column (E=0, N=1, C=2).
+_LABEL_ALIASES: dict[str, int] = {
+    "entailment": 0,
+    "entail": 0,
+    "entails": 0,
+    "entailed": 0,
+    "neutral": 1,
+    "not_entailment": 1,
+    "non_entailment": 1,
+    "notentailment": 1,
+    "not_entailed": 1,
+    "contradiction": 2,
+    "contradict": 2,
+    "contradicts": 2,
+    "contradictory": 2,
+    "contradicted": 2,
+}
 
 
-def check_gguf(file: Path) -> None:
-    """A GGUF file starts with the magic ``GGUF``; anything else is refused before loading."""
-    try:
-        with file.open("rb") as handle:
-            magic = handle.read(4)
-    except OSError as exc:
-        raise ModelError(f"cannot read {str(file)!r}: {exc}") from None
-    if magic != b"GGUF":
-        raise ModelError(f"{str(file)!r} is not a GGUF file (magic {magic!r})")
+def label_columns(id2label: Mapping[Any, str], model: str = "model") -> tuple[int, ...]:
+    """Canonical column (E=0, N=1, C=2) of each model output, from ``config.id2label``.
+
+    Accepts 3-way (entailment/neutral/contradiction) and 2-way (entailment/not_entailment)
+    heads in any order and common spellings; anything else is an error.
+    """
+    if not id2label:
+        raise ModelError(f"{model}: config.id2label is empty; cannot tell which output is which")
+    columns: list[int] = []
+    for index in sorted(id2label, key=int):
+        name = str(id2label[index])
+        key = re.sub(r"[\s-]+", "_", name.strip().lower())
+        if key not in _LABEL_ALIASES:
+            raise ModelError(
+                f"{model}: unknown NLI label {name!r} at id {index} in config.id2label "
+                f"{dict(id2label)!r}; expected entailment/neutral/contradiction "
+                "(or entailment/not_entailment). Fix the model's config.json id2label."
+            )
+        columns.append(_LABEL_ALIASES[key])
+    if len(set(columns)) != len(columns) or 0 not in columns:
+        raise ModelError(
+            f"{model}: config.id2label {dict(id2label)!r} must name entailment once and each "
+            "other class once"
+        )
+    if len(columns) == 3 and sorted(columns) != [0, 1, 2]:
+        raise ModelError(f"{model}: 3-way id2label {dict(id2label)!r} is not E/N/C")
+    if len(columns) not in (2, 3):
+        raise ModelError(f"{model}: expected 2 or 3 labels, found {len(columns)}")
+    return tuple(columns)
+
+
+def kind_columns(spec: JudgeSpec) -> tuple[int, ...]:
+    """Canonical column of each output the forward of a non-NLI kind returns."""
+    if spec.kind in ("classifier", "t5-token"):
+        return tuple(0 if i == spec.supported_index else 1 for i in range(2))
+    return tuple(ROLE_COLUMN[role] for role in spec.roles)
+
+
+def output_columns(spec: JudgeSpec, model_config: Mapping[str, Any], shown: str) -> tuple[int, ...]:
+    """Canonical column of each model output: an NLI model's from its ``id2label``, another
+    kind's from its spec."""
+    if spec.kind == "nli":
+        return label_columns(model_config.get("id2label") or {}, shown)
+    return kind_columns(spec)
+
+
+def to_canonical(probs: np.ndarray, columns: Sequence[int]) -> np.ndarray:
+    """Reorder model-order probabilities into canonical (E, N, C); 2-way models get C = 0."""
+    out = np.zeros((probs.shape[0], 3), dtype=np.float64)
+    for model_col, canon_col in enumerate(columns):
+        out[:, canon_col] = probs[:, model_col]
+    return out
+
+
+def check_architecture(spec: JudgeSpec, hf: Mapping[str, Any], shown: str) -> None:
+    """Refuse a model whose config does not fit the judge's kind (before any weight loads);
+    an NLI model is checked by its labels (:func:`label_columns`)."""
+    encdec = bool(hf.get("is_encoder_decoder"))
+    archs = " ".join(hf.get("architectures") or [])
+    problem = None
+    if spec.kind == "classifier":
+        labels = hf.get("num_labels") or len(hf.get("id2label") or {}) or None
+        if encdec or "ForSequenceClassification" not in archs:
+            problem = f"expects a sequence classifier, found architectures {archs or 'none'!r}"
+        elif labels not in (None, 2):
+            problem = f"expects 2 outputs (not supported / supported), found {labels}"
+    elif spec.kind == "seq2seq" and not encdec:
+        problem = f"expects an encoder-decoder model, found {hf.get('model_type')!r}"
+    elif spec.kind == "causal-lm" and (encdec or "ForSequenceClassification" in archs):
+        problem = f"expects a causal language model, found architectures {archs or 'none'!r}"
+    elif spec.kind == "t5-token" and hf.get("model_type") not in ("t5", "mt5", "umt5"):
+        problem = f"expects a T5 base config, found model_type {hf.get('model_type')!r}"
+    if problem:
+        raise ModelError(f"judge {spec.name!r} ({spec.kind}) cannot use {shown!r}: {problem}")
+
+
+def base_folder(spec: JudgeSpec, model_dir: Path) -> Path:
+    """Where the kind's config and tokenizer are: the model folder, or for ``t5-token`` its
+    base model's folder."""
+    if spec.kind != "t5-token" or spec.base_model is None:
+        return model_dir
+    base = Path(spec.base_model).expanduser()
+    return base if base.is_absolute() else model_dir / base
+
+
+def prepare_tokenizer(spec: JudgeSpec, tokenizer: Any, shown: str) -> Any:
+    """The kind's settings on its tokenizer: causal LMs pad on the left and need a chat
+    template."""
+    if spec.kind == "causal-lm":
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if not getattr(tokenizer, "chat_template", None):
+            raise ModelError(
+                f"judge {spec.name!r}: the tokenizer of {shown!r} has no chat template"
+            )
+    return tokenizer
 
 
 class TemplateEncoder:
@@ -185,98 +288,28 @@ def label_token_ids(spec: JudgeSpec, tokenizer: Any, where: str) -> list[int]:
     return ids
 
 
-def kind_columns(spec: JudgeSpec) -> tuple[int, ...]:
-    """Canonical column of each output the kind's forward returns."""
-    if spec.kind in ("classifier", "t5-token"):
-        return tuple(0 if i == spec.supported_index else 1 for i in range(2))
-    return tuple(ROLE_COLUMN[role] for role in spec.roles)
-
-
-def base_folder(spec: JudgeSpec, model_dir: Path) -> Path:
-    """The ``t5-token`` base model folder (config and tokenizer)."""
-    if spec.base_model is None:
-        return model_dir
-    base = Path(spec.base_model).expanduser()
-    return base if base.is_absolute() else model_dir / base
-
-
-def check_architecture(spec: JudgeSpec, hf: dict[str, Any], shown: str) -> None:
-    """Refuse a model whose config does not fit the judge's kind (before any weight loads)."""
-    encdec = bool(hf.get("is_encoder_decoder"))
-    archs = " ".join(hf.get("architectures") or [])
-    problem = None
-    if spec.kind == "classifier":
-        labels = hf.get("num_labels") or len(hf.get("id2label") or {}) or None
-        if encdec or "ForSequenceClassification" not in archs:
-            problem = f"expects a sequence classifier, found architectures {archs or 'none'!r}"
-        elif labels not in (None, 2):
-            problem = f"expects 2 outputs (not supported / supported), found {labels}"
-    elif spec.kind == "seq2seq" and not encdec:
-        problem = f"expects an encoder-decoder model, found {hf.get('model_type')!r}"
-    elif spec.kind == "causal-lm" and (encdec or "ForSequenceClassification" in archs):
-        problem = f"expects a causal language model, found architectures {archs or 'none'!r}"
-    elif spec.kind == "t5-token" and hf.get("model_type") not in ("t5", "mt5", "umt5"):
-        problem = f"expects a T5 base config, found model_type {hf.get('model_type')!r}"
-    if problem:
-        raise ModelError(f"judge {spec.name!r} ({spec.kind}) cannot use {shown!r}: {problem}")
-
-
-@dataclass(frozen=True)
-class LoadedKind:
-    """A judge of a non-NLI kind, loaded: the backend, its tokenizer and encoder, and the
-    canonical column of each output."""
-
-    backend: Backend
-    tokenizer: Any
-    encoder: TemplateEncoder
-    columns: tuple[int, ...]
-
-
-def load_tokenizer_for(spec: JudgeSpec, model_path: str, shown: str) -> Any:
-    """The judge's tokenizer, offline (GGUF files carry theirs; ``t5-token`` reads its base
-    model's); causal LMs pad on the left."""
-    from .model_files import load_tokenizer
-
-    folder, gguf = model_location(model_path)
-    if gguf is not None:
-        from transformers import AutoTokenizer
-
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                str(folder), gguf_file=gguf, local_files_only=True
-            )
-        except (OSError, ValueError, ImportError) as exc:
-            raise ModelError(f"cannot load the tokenizer of {shown!r}: {exc}") from None
-    elif spec.kind == "t5-token":
-        tokenizer = load_tokenizer(base_folder(spec, folder), f"{shown} ({spec.base_model or '.'})")
-    else:
-        tokenizer = load_tokenizer(folder, shown)
-    if spec.kind == "causal-lm":
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        if not getattr(tokenizer, "chat_template", None):
-            raise ModelError(
-                f"judge {spec.name!r}: the tokenizer of {shown!r} has no chat template"
-            )
-    return tokenizer
+def encoder_for(spec: JudgeSpec, tokenizer: Any, max_length: int) -> PairEncoder | TemplateEncoder:
+    """How the kind turns (premise, claim) pairs into model inputs: the tokenizer's own pair
+    template for an NLI cross-encoder, the spec's template for the other kinds."""
+    if spec.kind == "nli":
+        return PairEncoder(tokenizer, max_length)
+    return TemplateEncoder(tokenizer, spec, max_length)
 
 
 def load_kind(
     spec: JudgeSpec,
-    model_path: str,
+    folder: Path,
+    gguf: str | None,
     shown: str,
     device: Any,
     dtype: Any,
-    max_length: int,
     tokenizer: Any,
-) -> LoadedKind:
-    """Load a ``classifier``, ``seq2seq``, ``causal-lm`` or ``t5-token`` judge (offline, no
-    remote code) as a :class:`Backend` whose forward returns probabilities over its outputs."""
+) -> Backend:
+    """Load a ``classifier``, ``seq2seq``, ``causal-lm`` or ``t5-token`` judge from ``folder``
+    (or its GGUF file ``gguf``; offline, no remote code) as a :class:`Backend` whose forward
+    returns probabilities over its outputs (columns: :func:`kind_columns`)."""
     import torch
 
-    folder, gguf = model_location(model_path)
-    encoder = TemplateEncoder(tokenizer, spec, max_length)
     label_ids = label_token_ids(spec, tokenizer, spec.origin) if spec.label_tokens else []
     model = _load_model(spec, folder, gguf, shown, dtype)
     model.to(device).eval()
@@ -308,12 +341,7 @@ def load_kind(
                 logits = model(input_ids=ids, attention_mask=mask, **kwargs).logits[:, -1, index]
         return logits.float().softmax(-1).cpu().numpy()
 
-    return LoadedKind(
-        Backend(forward, ("input_ids", "attention_mask"), model),
-        tokenizer,
-        encoder,
-        kind_columns(spec),
-    )
+    return Backend(forward, ("input_ids", "attention_mask"), model)
 
 
 def _load_model(spec: JudgeSpec, folder: Path, gguf: str | None, shown: str, dtype: Any) -> Any:
@@ -346,8 +374,6 @@ def _load_t5_token(spec: JudgeSpec, folder: Path, shown: str, dtype: Any) -> Any
     from safetensors import SafetensorError
     from safetensors.torch import load_file
     from transformers import AutoConfig, T5ForTokenClassification
-
-    from .weights import weight_files
 
     base = base_folder(spec, folder)
     try:
@@ -382,92 +408,3 @@ def _load_t5_token(spec: JudgeSpec, folder: Path, shown: str, dtype: Any) -> Any
             f"missing {missing[:3]}, unexpected {list(unexpected)[:3]}"
         )
     return model.to(dtype)
-
-
-def resolve_judge_path(spec: JudgeSpec, model: str) -> str:
-    """The judge's weights: a model folder, or a ``.gguf`` file for a ``causal-lm`` judge."""
-    from .model_files import resolve_model_path
-
-    path = Path(model).expanduser()
-    if path.is_file() and path.suffix.lower() == ".gguf":
-        if spec.kind != "causal-lm":
-            raise ModelError(f"{model!r} is a GGUF file; only a causal-lm judge loads GGUF files")
-        check_gguf(path)
-        return str(path)
-    if spec.kind == "t5-token" and path.is_dir() and not (path / "config.json").is_file():
-        return str(path)  # the config is the base model's (checked by judge_config)
-    return resolve_model_path(model)
-
-
-def judge_config(spec: JudgeSpec, model_path: str, shown: str) -> dict[str, Any]:
-    """The model config a judge of ``spec``'s kind reads (GGUF metadata, or the base model's
-    for ``t5-token``), checked against the kind."""
-    from .model_files import read_json_file
-
-    folder, gguf = model_location(model_path)
-    if gguf is not None:
-        from transformers import AutoConfig
-
-        try:
-            hf = AutoConfig.from_pretrained(str(folder), gguf_file=gguf, local_files_only=True)
-        except (OSError, ValueError, ImportError) as exc:
-            raise ModelError(f"cannot read the GGUF model {shown!r}: {exc}") from None
-        data = hf.to_dict()
-    else:
-        config_folder = base_folder(spec, folder) if spec.kind == "t5-token" else folder
-        data = read_json_file(config_folder / "config.json")
-    check_architecture(spec, data, shown)
-    return data
-
-
-def judge_max_length(config: Any, spec: JudgeSpec, hf: dict[str, Any], tokenizer: Any) -> int:
-    """Input tokens of a judge: ``--max-length`` (at most the model's position limit), else
-    the spec's ``max_length`` (capped at that limit), else the model's limit, at most 512.
-    T5 models have relative positions: no hard limit, the tokenizer's length is a default."""
-    from .model_files import input_limit, resolve_max_length
-
-    relative = hf.get("model_type") in ("t5", "mt5", "umt5")
-    positions = None if relative else hf.get("max_position_embeddings")
-    hard = input_limit(None, positions, hf.get("model_type")) if positions else None
-    if config.max_length is not None:
-        # The one max_length rule; relative positions leave no limit to check against.
-        return resolve_max_length(config, hard) if hard is not None else int(config.max_length)
-    if spec.max_length is not None:
-        return min(spec.max_length, hard) if hard is not None else spec.max_length
-    tok_limit = getattr(tokenizer, "model_max_length", None)
-    return resolve_max_length(config, input_limit(tok_limit, positions, hf.get("model_type")))
-
-
-def preflight_kind(spec: JudgeSpec, config: Any) -> tuple[str, dict[str, Any], int, Any]:
-    """Everything about a non-NLI judge that can be checked without loading its weights:
-    its files and kind, tokenizer and chat template, label tokens, the input length.
-    Returns (resolved path, model config, max_length, tokenizer)."""
-    from .weights import check_weights
-
-    if config.model is None:
-        raise InputError(
-            f"the {spec.kind} judge {spec.name!r} needs its weights: --nli-model PATH "
-            f"({spec.source})",
-            field="--nli-model",
-        )
-    if config.backend == "onnx":
-        raise InputError(
-            f"the {spec.kind} judge {spec.name!r} runs on torch only", field="nli.backend"
-        )
-    if config.calibration is not None:
-        raise InputError(
-            f"calibrated heads are fitted on an NLI model's outputs; the {spec.kind} judge "
-            f"{spec.name!r} takes none",
-            field="nli.calibration",
-        )
-    path = resolve_judge_path(spec, config.model_path)
-    hf = judge_config(spec, path, config.model_path)
-    folder, gguf = model_location(path)
-    if gguf is None:
-        check_weights(folder)
-    tokenizer = load_tokenizer_for(spec, path, config.model_path)
-    if spec.label_tokens:
-        label_token_ids(spec, tokenizer, spec.origin)
-    max_length = judge_max_length(config, spec, hf, tokenizer)
-    TemplateEncoder(tokenizer, spec, max_length)
-    return path, hf, max_length, tokenizer

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .model_files import SAFETY_TOKENS
+SAFETY_TOKENS = 4  # re-tokenising a window's text may add a token or two at its edges
+WINDOW_RULE = f"sentence-windows-v1+{SAFETY_TOKENS}"
+"""Names the windowing rule in cache keys: change it whenever windows are cut differently."""
 
 
 class Windower:

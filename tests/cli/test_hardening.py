@@ -461,7 +461,7 @@ def _model_copy(src: Path, dest: Path) -> Path:
 def test_model_languages_come_from_ragcheck_json_then_config_json(
     tmp_path: Path, tiny_bert: Path
 ) -> None:
-    from ragcheck_local.judge.model_files import model_languages
+    from ragcheck_local.judge.load import model_languages
 
     model = _model_copy(tiny_bert, tmp_path / "m")
     assert model_languages(model) is None  # nothing declared: unknown, never a warning

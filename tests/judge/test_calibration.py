@@ -240,7 +240,7 @@ def test_checker_computes_similarity_for_a_head_that_uses_it(
     lexical_model: Path, tiny_embedder: Path, tmp_path: Path
 ) -> None:
     from ragcheck_local.judge.checker import NLIChecker, NLIConfig
-    from ragcheck_local.judge.model_files import preflight_model
+    from ragcheck_local.judge.load import preflight_model
 
     model = tmp_path / "with-similarity"
     shutil.copytree(lexical_model, model)
@@ -346,7 +346,7 @@ def test_checker_embeds_only_contradicting_windows_for_the_gate(
     lexical_model: Path, tiny_embedder: Path, tmp_path: Path
 ) -> None:
     from ragcheck_local.judge.checker import NLIChecker, NLIConfig
-    from ragcheck_local.judge.model_files import preflight_model
+    from ragcheck_local.judge.load import preflight_model
 
     model = tmp_path / "gated"
     shutil.copytree(lexical_model, model)

@@ -118,7 +118,7 @@ def test_sentence_evidence_without_the_embedding_model_fails_in_the_preflight(
     import pytest
 
     from ragcheck_local.errors import ModelError
-    from ragcheck_local.judge.model_files import preflight_model
+    from ragcheck_local.judge.load import preflight_model
 
     missing = NLIConfig(
         model=str(lexical_model),

@@ -10,7 +10,7 @@ from tiny_models import ARCHS, build_nli_model
 
 from ragcheck_local.errors import InputError, ModelError
 from ragcheck_local.judge.checker import NLIChecker, NLIConfig
-from ragcheck_local.judge.model_files import label_columns, to_canonical
+from ragcheck_local.judge.kinds import label_columns, to_canonical
 from ragcheck_local.records import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 LONG_FILLER = " ".join(["the dog is in the city."] * 40)
