@@ -20,7 +20,6 @@ from .build import (
     ClaimBuilder,
     SentenceExtractor,
     Seq2SeqExtractor,
-    build_extractor,
     claims_from_spans,
 )
 from .english import (
@@ -31,6 +30,7 @@ from .english import (
     build_analyzer,
     resolve_parser_name,
 )
+from .extractors import build_extractor
 from .segment import Segment, Segmenter
 from .text import (
     CJK_LANGS,

@@ -1,5 +1,6 @@
 """Claims from text: :class:`ClaimBuilder` (lead-ins, table headers, referents, atomic clauses)
-and the extractors (sentence claims; a local seq2seq model) that feed the evaluator.
+and the extractors (sentence claims; a local seq2seq model) that feed the evaluator; which one
+a config asks for is :func:`.extractors.build_extractor`.
 """
 
 from __future__ import annotations
@@ -435,19 +436,3 @@ class Seq2SeqExtractor:
         s, e = max(overlap, key=lambda se: overlap[se])
         lead = _LEADING_RE.match(text[s:e])
         return (s + lead.end() if lead else s), e
-
-
-def build_extractor(config: ExtractorConfig) -> SentenceExtractor | Seq2SeqExtractor:
-    """The extractor ``config`` asks for."""
-    segmenter = Segmenter(config.lang, config.spacy_model)
-    if config.kind == "sentence":
-        return SentenceExtractor(segmenter, config.mode, config.parser)
-    if config.kind == "seq2seq":
-        return Seq2SeqExtractor(config, segmenter)
-    if config.kind == "llm":
-        from .llm import LLMExtractor
-
-        return LLMExtractor(config, segmenter)
-    raise InputError(
-        f"expected 'sentence', 'seq2seq' or 'llm', found {config.kind!r}", field="--extractor"
-    )
