@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build the HTML report of an output JSON and screenshot it with headless Chromium.
+# Build the HTML report of an output JSON and screenshot it with headless Chromium (the PNG
+# records the sha256 of the output it shows). scripts/regen_examples.sh runs it for the shipped
+# example after regenerating the example output.
 #
 #   scripts/render_report.sh [OUTPUT_JSON] [PNG] [LANG]
 #
@@ -36,7 +38,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 html="$(realpath -m "${HTML_OUT:-$work/report.html}")"
 input="$(realpath "$input")"
-(cd "$here" && "$python" -m ragcheck_local.report "$input" -o "$html" --lang "$lang")
+(cd "$here" && "$python" -m ragcheck_local report "$input" --html "$html" --lang "$lang")
 
 profile="$work/profile"
 tmp_png="$work/shot.png"
@@ -48,6 +50,11 @@ if [[ ! -s "$tmp_png" ]]; then
     echo "render_report.sh: chromium wrote no screenshot" >&2
     exit 1
 fi
+# Record which output the picture shows (its sha256, in a PNG text chunk): a test then tells a
+# stale screenshot without a browser (ragcheck_local.dev.examples.screenshot_staleness).
+(cd "$here" && "$python" -c 'import sys
+from ragcheck_local.dev.examples import stamp_png
+stamp_png(sys.argv[1], sys.argv[2])' "$tmp_png" "$input")
 chmod 644 "$tmp_png"
 mv "$tmp_png" "$png"
 echo "wrote $png${HTML_OUT:+ and $HTML_OUT}"

@@ -558,3 +558,37 @@ def checksums(model_dir: Path) -> None:
     from ..judge.weights import write_checksums
 
     click.echo(f"wrote {write_checksums(model_dir)}")
+
+
+@dev.command("examples")
+@click.option(
+    "--examples-dir", type=_DIR, default=None,
+    help="The examples folder (default: ragcheck_local/examples of this checkout).",
+)  # fmt: skip
+@click.option("--check", is_flag=True, help="Only compare; exit 1 when anything is stale.")
+@click.option("--force", is_flag=True, help="Write the fresh outputs even if they are current.")
+@click.option(
+    "--screenshot-only", is_flag=True,
+    help="Run no example: only check that report.png shows the shipped output.",
+)  # fmt: skip
+@click.pass_context
+def examples(ctx: click.Context, examples_dir: Path | None, **options: Any) -> None:
+    """Regenerate the shipped example outputs from a fresh run of the bundled model (written
+    where they differ beyond the output's rounding) and say whether the report screenshot
+    still shows them (scripts/regen_examples.sh runs this, then renders the screenshot)."""
+    from ..dev.config import ExamplesConfig
+    from ..dev.examples import regenerate
+
+    given = {"examples_dir": examples_dir} if examples_dir is not None else {}
+    report = regenerate(ExamplesConfig(**given, **options))
+    for name, found in report.differences.items():
+        state = "current" if not found else f"{len(found)} difference(s) from a fresh run"
+        click.echo(f"{name}: {state}")
+        for line in found[:20]:
+            click.echo(f"  {line}")
+    for path in report.written:
+        click.echo(f"wrote {path}")
+    click.echo(f"screenshot: {report.screenshot_stale or 'current'}")
+    stale = any(report.differences.values()) or report.screenshot_stale
+    if (options["check"] or options["screenshot_only"]) and stale:
+        ctx.exit(1)

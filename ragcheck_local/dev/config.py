@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import InputError
-from ..resources import default_model_path
+from ..resources import default_model_path, example_path
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = CHECKOUT.parent / "shared" / "data"
@@ -368,3 +368,16 @@ class AverageConfig:
             )
         if self.out.resolve() in {m.resolve() for m in self.models}:
             raise InputError(f"{self.out} is one of the models it averages", field="out")
+
+
+@dataclass(frozen=True)
+class ExamplesConfig:
+    """``dev examples``: where the shipped examples are and what to do (:mod:`.examples`)."""
+
+    examples_dir: Path = field(default_factory=lambda: example_path().parent)
+    check: bool = False
+    """Only compare: write nothing (the command fails when anything is stale)."""
+    force: bool = False
+    """Write the fresh outputs even where they equal the shipped ones to the rounding."""
+    screenshot_only: bool = False
+    """Run no example: only check that the screenshot shows the shipped output."""
