@@ -315,7 +315,6 @@ class Evaluator:
 
     def _plan(self, item: RagItem, rc: list[Claim], ac: list[Claim], pairs: list[Pair]) -> ItemPlan:
         """Append this item's pairs to ``pairs``; return where each check's results live."""
-        has_gt = bool(item.gt_answer.strip())
         # An empty response (a system that answered nothing) states nothing: every gt_answer
         # claim is Neutral against it without a forward pass, as against an empty chunk.
         has_response = bool(item.response.strip())
@@ -333,20 +332,14 @@ class Evaluator:
                 for c in claims
             )
 
-        checks = self.checks
+        checks = self.checks & possible_checks(item)
         return ItemPlan(
-            answer2response=add(item.gt_answer, rc)
-            if ANSWER2RESPONSE in checks and has_gt
-            else None,
+            answer2response=add(item.gt_answer, rc) if ANSWER2RESPONSE in checks else None,
             response2answer=(add(item.response, ac) if has_response else tuple(None for _ in ac))
-            if RESPONSE2ANSWER in checks and has_gt
+            if RESPONSE2ANSWER in checks
             else None,
-            retrieved2response=grid(rc)
-            if RETRIEVED2RESPONSE in checks and chunks is not None
-            else None,
-            retrieved2answer=grid(ac)
-            if RETRIEVED2ANSWER in checks and has_gt and chunks is not None
-            else None,
+            retrieved2response=grid(rc) if RETRIEVED2RESPONSE in checks else None,
+            retrieved2answer=grid(ac) if RETRIEVED2ANSWER in checks else None,
         )
 
     def _assemble(
@@ -412,6 +405,20 @@ def _support(results: list[Any], index: int | None) -> float:
     """A claim's support as written out; a pair with no forward pass (empty response)
     supports nothing: 0."""
     return round(results[index].support, 6) if index is not None else 0.0
+
+
+def possible_checks(item: RagItem) -> frozenset[str]:
+    """The checks an item's fields allow (the others stay None: not computable): against the
+    gt_answer only when it has one, against chunks only when it has a retrieved_context."""
+    has_gt = bool(item.gt_answer.strip())
+    chunks = item.retrieved_context is not None
+    allowed = {
+        ANSWER2RESPONSE: has_gt,
+        RESPONSE2ANSWER: has_gt,
+        RETRIEVED2RESPONSE: chunks,
+        RETRIEVED2ANSWER: has_gt and chunks,
+    }
+    return frozenset(check for check, ok in allowed.items() if ok)
 
 
 def chunk_verdict(results: Sequence[Any], row: Sequence[int | None]) -> tuple[str, int | None]:

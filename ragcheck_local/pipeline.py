@@ -13,7 +13,7 @@ import json
 import logging
 import platform
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,17 +21,18 @@ from typing import Any
 from . import __version__
 from .claims import resolve_parser_name
 from .config import ENGINE_SETTINGS, EvalConfig
-from .engines import BlockStats, evaluate_blocks
+from .engines import BlockResult, BlockStats, evaluate_blocks
 from .errors import InputError, show_value
 from .formats.checkpoint import Checkpoint
 from .formats.files import check_output_path, load_json, remove_stale_temps, write_json
-from .formats.input import RecordRules, iter_items
+from .formats.input import RecordRules, iter_items, iter_records
 from .formats.lock import OutputLock, lock_path
 from .formats.output import output_paths, read_output, write_claims, write_output
 from .metrics import (
     ANSWER2RESPONSE,
     CONTRADICTION_METRICS,
     CONTRADICTION_RATE,
+    GT_CHECKS,
     RESPONSE2ANSWER,
     RETRIEVED2ANSWER,
     RETRIEVED2RESPONSE,
@@ -45,11 +46,20 @@ from .metrics import (
     with_extras,
 )
 from .metrics.matrices import EVALUATE_HINT, require_evaluated
-from .records import LANGUAGE_MISMATCH, RagItem, Rejected
+from .records import LANGUAGE_MISMATCH, RagItem, Rejected, Results
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RunSummary", "evaluate", "in_shard", "merge", "output_paths", "recompute"]
+__all__ = [
+    "RunSummary",
+    "evaluate",
+    "evaluate_records",
+    "in_shard",
+    "merge",
+    "output_paths",
+    "recompute",
+    "recompute_results",
+]
 
 
 def in_shard(position: int, block_size: int, shard: tuple[int, int] | None) -> bool:
@@ -184,23 +194,46 @@ def evaluate(
         return _evaluate(input_path, paths, config, t_start)
 
 
-def _evaluate(
-    input_path: Path, paths: dict[str, Path], config: EvalConfig, t_start: float
-) -> RunSummary:
-    run = config.run
-    names = resolve_metrics(run.metrics)  # bad names fail before any reading
-    metrics = with_extras(names)
-    rules = RecordRules(
-        require_gt_answer=bool(
-            required_checks(names) & {ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2ANSWER}
-        ),
+Read = Callable[..., Iterator[RagItem]]
+"""One pass over a run's records as validated items: ``read(on_error=..., rejected=...,
+warn=...)``. Each call starts from the first record (the validation pass and the run read the
+records once each, so a file is streamed, never held)."""
+
+
+@dataclass
+class _Checked:
+    """What the validation pass found, for the run that follows it."""
+
+    declared: tuple[str, ...] | None
+    """The languages the judge declares (None: it declares none)."""
+    policy: str
+    """``input.on_language_mismatch``."""
+    foreign: dict[str, tuple[str, ...]]
+    """query_id → the languages of its text the judge does not declare (mismatched items)."""
+    rejected: list[Rejected]
+    n_items: int
+    """Items this run (this shard) evaluates."""
+    foreign_here: list[str]
+    """The mismatched items of this shard, evaluated."""
+    lang_counts: dict[str, int]
+    facts: dict[str, Any]
+    """What the preflight read from the model files (for the manifest)."""
+
+
+def _rules(config: EvalConfig) -> RecordRules:
+    """What a record must hold for the metrics ``config`` asks for (bad names fail here,
+    before any reading)."""
+    names = resolve_metrics(config.run.metrics)
+    return RecordRules(
+        require_gt_answer=bool(required_checks(names) & GT_CHECKS),
         max_item_chars=config.input.max_item_chars,
     )
-    read = {
-        "fmt": config.input.format,
-        "column_map": dict(config.input.column_map),
-        "rules": rules,
-    }
+
+
+def _check_records(read: Read, config: EvalConfig, source: str) -> _Checked:
+    """The validation pass over every record, then the model's preflight: nothing is loaded
+    until both succeed. ``source`` names the input in errors."""
+    run = config.run
     if config.engine.kind == "ray":
         from .engines.ray_engine import import_ray
 
@@ -213,14 +246,13 @@ def _evaluate(
     policy = config.input.on_language_mismatch
     lang_counts: dict[str, int] = {}
     lang_first: dict[str, str] = {}
-    # query_id → the languages of its text the judge does not declare (mismatched items only).
     foreign: dict[str, tuple[str, ...]] = {}
     rejected: list[Rejected] = []
     n_valid = n_items = 0
     position = 0  # among the items that will be evaluated (what shards are cut from)
-    foreign_here: list[str] = []  # the mismatched items of this shard, evaluated
-    for item in iter_items(input_path, on_error=config.input.on_error, rejected=rejected, **read):
-        # Validation pass over the whole file: no model is loaded until it succeeds.
+    foreign_here: list[str] = []
+    for item in read(on_error=config.input.on_error, rejected=rejected, warn=True):
+        # Validation pass over the whole input: no model is loaded until it succeeds.
         other = _foreign_langs(item, config.claims.lang, declared)
         if other:
             if policy == "error":
@@ -252,16 +284,116 @@ def _evaluate(
                 lang_counts[lang] = lang_counts.get(lang, 0) + 1
                 lang_first.setdefault(lang, item.query_id)
     if n_valid == 0 and not rejected:
-        raise InputError("no records found", record=str(input_path))
+        raise InputError("no records found", record=source)
     if n_valid == 0:
         raise InputError(
             f"every record was rejected ({len(rejected)}); nothing to evaluate. First: "
             f"record {rejected[0].record}, field {rejected[0].field!r}: {rejected[0].reason}",
-            record=str(input_path),
+            record=source,
         )
     facts = preflight(config)  # model, --max-length, --lang, device: exit 2 before any file
     note = _language_note(facts.pop("languages"), lang_counts, lang_first, config.nli.model_path)
     if note:
+    return _Checked(
+        declared, policy, foreign, rejected, n_items, foreign_here, lang_counts, facts
+    )
+
+
+def _pending(read: Read, checked: _Checked, run: Any, done: set[str]) -> Iterator[RagItem]:
+    """The items this run still has to evaluate: this shard's, not ``done``, in input order."""
+    position = 0  # counted exactly as in the validation pass
+    for item in read(on_error="skip", warn=False):  # the validation pass raised or recorded
+        if checked.policy == "skip" and item.query_id in checked.foreign:
+            continue
+        mine = in_shard(position, run.block_size, run.shard)
+        position += 1
+        if mine and item.query_id not in done:
+            yield item
+
+
+def _finished_blocks(
+    config: EvalConfig, items: Iterator[RagItem], bars: _Progress, checked: _Checked
+) -> Iterator[BlockResult]:
+    """The engine's finished blocks, in order, their items' language warnings added."""
+    for block in evaluate_blocks(config, _blocks(items, config.run.block_size), bars.update):
+        for result in block.results or []:
+            if result["query_id"] in checked.foreign:
+                # Kept with the item, so every later view (report, compare, merge) shows it.
+                result["warnings"] = [
+                    *result.get("warnings", ()),  # what reading the record noticed
+                    {
+                        "code": LANGUAGE_MISMATCH,
+                        "languages": list(checked.foreign[result["query_id"]]),
+                        "judge_languages": list(checked.declared or ()),
+                    },
+                ]
+        yield block
+
+
+def _rest(grouped: dict[str, Any], checked: _Checked) -> dict[str, Any]:
+    """What an output holds after its results: metrics, rejected records and, under a 2-way
+    judge, the metrics it cannot compute."""
+    rows = [{"record": r.record, "field": r.field, "reason": r.reason} for r in checked.rejected]
+    rest: dict[str, Any] = {"metrics": grouped, "rejected": rows}
+    unavailable = _unavailable(checked.facts)
+    if unavailable:  # only under a 2-way judge: a 3-way run's file is as it always was
+        rest["metrics_unavailable"] = unavailable
+    return rest
+
+
+def _run_counts(
+    stats: BlockStats,
+    checked: _Checked,
+    *,
+    items: int,
+    resumed: int,
+    pairs: int,
+    claims: Mapping[str, int],
+) -> dict[str, int]:
+    """The manifest's counters: of the whole output (``items``, ``claims``, ``pairs``),
+    resumed items included, and of this run (``pairs_this_run``, the NLI counters)."""
+    counts = {"items": 0, "response_claims": 0, "gt_answer_claims": 0, "pairs": 0, **stats.counts}
+    counts.update(claims)
+    counts.update(
+        {
+            "items": items,
+            "rejected": len(checked.rejected),
+            "resumed": resumed,
+            "pairs_this_run": stats.counts.get("pairs", 0),
+            "pairs": pairs,
+        }
+    )
+    counts.update({f"nli_{k}": v for k, v in stats.nli.items()})
+    if checked.foreign_here:
+        counts["language_mismatch"] = len(checked.foreign_here)
+    return counts
+
+
+def _timings(stats: BlockStats, t_start: float) -> dict[str, float]:
+    return {
+        "extraction_s": round(stats.extraction_s, 3),
+        "checking_s": round(stats.checking_s, 3),
+        "total_s": round(time.perf_counter() - t_start, 3),
+    }
+
+
+def _evaluate(
+    input_path: Path, paths: dict[str, Path], config: EvalConfig, t_start: float
+) -> RunSummary:
+    run = config.run
+    metrics = with_extras(resolve_metrics(run.metrics))
+    rules = _rules(config)
+
+    def read(**kwargs: Any) -> Iterator[RagItem]:
+        return iter_items(
+            input_path,
+            fmt=config.input.format,
+            column_map=dict(config.input.column_map),
+            rules=rules,
+            **kwargs,
+        )
+
+    checked = _check_records(read, config, str(input_path))
         logger.warning(note)
     for path in (paths["output"], paths["claims"], paths["manifest"]):
         remove_stale_temps(path)  # left by a run killed while writing its final files
@@ -276,7 +408,7 @@ def _evaluate(
             logger.warning(
                 "resuming: %d of %d item(s) already finished in %s",
                 len(done),
-                n_items,
+                checked.n_items,
                 checkpoint.path,
             )
         else:
@@ -285,42 +417,19 @@ def _evaluate(
             )
     else:
         checkpoint.start()
-    bars = _Progress(enabled=run.progress, n_items=n_items)
+    bars = _Progress(enabled=run.progress, n_items=checked.n_items)
     bars.update("claims", len(done))
     bars.update("checked", len(done))
     stats = BlockStats()
     pairs_total = checkpoint.counts.get("pairs", 0)
     shard_seen = len(done)  # this shard's items so far (resumed ones first): positions
-
-    def pending_items() -> Iterator[RagItem]:
-        position = 0  # counted exactly as in the validation pass
-        for item in iter_items(input_path, on_error="skip", warn=False, **read):  # see above
-            if policy == "skip" and item.query_id in foreign:
-                continue
-            mine = in_shard(position, run.block_size, run.shard)
-            position += 1
-            if mine and item.query_id not in done:
-                yield item
-
-    pending = pending_items()
     try:
-        for block in evaluate_blocks(config, _blocks(pending, run.block_size), bars.update):
+        for block in _finished_blocks(config, _pending(read, checked, run, done), bars, checked):
             block_pairs = block.stats.counts.get("pairs", 0)
             if run.shard is not None:  # where each item stands in the input, for merge
                 for result in block.results or []:
                     result["input_position"] = shard_position(shard_seen, run.block_size, run.shard)
                     shard_seen += 1
-            for result in block.results or []:
-                if result["query_id"] in foreign:
-                    # Kept with the item, so every later view (report, compare, merge) shows it.
-                    result["warnings"] = [
-                        *result.get("warnings", ()),  # what reading the record noticed
-                        {
-                            "code": LANGUAGE_MISMATCH,
-                            "languages": list(foreign[result["query_id"]]),
-                            "judge_languages": list(declared or ()),
-                        },
-                    ]
             checkpoint.append(block.results or [], {"pairs": block_pairs})
             pairs_total += block_pairs
             for result in block.results or []:
@@ -331,53 +440,95 @@ def _evaluate(
         bars.close()
 
     grouped = aggregate_table(table, metrics)
-    rejected_rows = [{"record": r.record, "field": r.field, "reason": r.reason} for r in rejected]
-    rest: dict[str, Any] = {"metrics": grouped, "rejected": rejected_rows}
-    unavailable = _unavailable(facts)
-    if unavailable:  # only under a 2-way judge: a 3-way run's file is as it always was
-        rest["metrics_unavailable"] = unavailable
+    rest = _rest(grouped, checked)
     if run.shard is not None:
         rest["shard"] = shard_record(config, input_path)
     claim_counts = {"response_claims": 0, "gt_answer_claims": 0}
     write_output(paths["output"], _counting(checkpoint.results(), claim_counts), rest)
     write_claims(paths["claims"], checkpoint.results())
-    counts = {"items": 0, "response_claims": 0, "gt_answer_claims": 0, "pairs": 0, **stats.counts}
-    counts.update(claim_counts)  # of the whole output, resumed items included
-    counts.update(
-        {
-            "items": len(table),
-            "rejected": len(rejected),
-            "resumed": len(done),
-            "pairs_this_run": stats.counts.get("pairs", 0),
-            "pairs": pairs_total,
-        }
+    counts = _run_counts(
+        stats, checked, items=len(table), resumed=len(done), pairs=pairs_total, claims=claim_counts
     )
-    counts.update({f"nli_{k}": v for k, v in stats.nli.items()})
-    timings = {
-        "extraction_s": round(stats.extraction_s, 3),
-        "checking_s": round(stats.checking_s, 3),
-        "total_s": round(time.perf_counter() - t_start, 3),
-    }
-    if foreign_here:
-        counts["language_mismatch"] = len(foreign_here)
-    manifest = _manifest(config, stats, counts, timings, input_path, facts)
-    if foreign_here:
-        manifest["language_mismatch"] = {
-            "judge_languages": list(declared or ()),  # what the items' warnings name too
-            "policy": policy,
-            "items": len(foreign_here),
-            "items_by_language": dict(sorted(lang_counts.items())),
-            "first_query_id": foreign_here[0],
-        }
+    timings = _timings(stats, t_start)
+    manifest = _manifest(config, stats, counts, timings, str(input_path), checked)
     write_json(paths["manifest"], manifest)
     checkpoint.remove()
     logger.info("wrote %s", paths["output"])
     return RunSummary(
-        output={"metrics": grouped, "n_results": len(table), "rejected": rejected_rows},
+        output={"metrics": grouped, "n_results": len(table), "rejected": rest["rejected"]},
         paths={k: str(v) for k, v in paths.items() if k != "checkpoint"},
         counts=counts,
         timings={**timings, **manifest["timings"]},
-        rejected=tuple(rejected),
+        rejected=tuple(checked.rejected),
+    )
+
+
+def evaluate_records(
+    records: Iterable[Any],
+    config: EvalConfig,
+    *,
+    on_block: Callable[[Results], Any] | None = None,
+) -> RunSummary:
+    """Evaluate records held in memory with the engine, cache and settings a file run uses;
+    nothing is written but the ``run.cache`` file.
+
+    ``records`` are raw records as a RAGChecker input file holds them (mappings; with
+    ``input.format: ragas`` RAGAS rows), validated as a file's are (errors name
+    ``records[i]``). The summary's ``output`` is the whole output object, as ``OUT.json`` would
+    hold it (``results``, ``metrics``, ``rejected``, ...), ``paths`` is empty, and
+    ``manifest`` in ``output``'s place is not written: its counts and timings are the
+    summary's. There is no checkpoint (``run.resume`` has nothing to resume from);
+    ``on_block`` gets each finished block's result dicts, in input order, as they come.
+    """
+    t_start = time.perf_counter()
+    rows = list(records)  # read twice: the validation pass, then the run
+    run = config.run
+    metrics = with_extras(resolve_metrics(run.metrics))
+    rules = _rules(config)
+
+    def read(**kwargs: Any) -> Iterator[RagItem]:
+        return iter_records(
+            rows,
+            column_map=dict(config.input.column_map),
+            rules=rules,
+            ragas=config.input.format == "ragas",
+            **kwargs,
+        )
+
+    checked = _check_records(read, config, "records")
+    table = MetricTable(metrics)
+    results: Results = []
+    bars = _Progress(enabled=run.progress, n_items=checked.n_items)
+    stats = BlockStats()
+    try:
+        for block in _finished_blocks(config, _pending(read, checked, run, set()), bars, checked):
+            for result in block.results or []:
+                table.add(result["metrics"])
+            results.extend(block.results or [])
+            stats = stats + block.stats
+            if on_block is not None:
+                on_block(block.results or [])
+    finally:
+        bars.close()
+    claim_counts = {"response_claims": 0, "gt_answer_claims": 0}
+    results = list(_counting(iter(results), claim_counts))
+    output = {"results": results, **_rest(aggregate_table(table, metrics), checked)}
+    counts = _run_counts(
+        stats,
+        checked,
+        items=len(table),
+        resumed=0,
+        pairs=stats.counts.get("pairs", 0),
+        claims=claim_counts,
+    )
+    timings = _timings(stats, t_start)
+    manifest = _manifest(config, stats, counts, timings, "(records in memory)", checked)
+    return RunSummary(
+        output=output,
+        paths={},
+        counts=counts,
+        timings={**timings, **manifest["timings"]},
+        rejected=tuple(checked.rejected),
     )
 
 
@@ -396,8 +547,9 @@ def _manifest(
     stats: BlockStats,
     counts: dict[str, int],
     timings: dict[str, float],
-    input_path: Path,
-    facts: Mapping[str, Any],
+    source: str,
+    checked: _Checked,
+    facts = checked.facts
 ) -> dict[str, Any]:
     versions = {"ragcheck_local": __version__, "python": platform.python_version()}
     for name in ("torch", "transformers", "spacy", "numpy"):
@@ -410,9 +562,9 @@ def _manifest(
     checking = timings["checking_s"]
     done = counts.get("items", 0) - counts.get("resumed", 0)
     total = timings["total_s"]
-    return {
+    manifest: dict[str, Any] = {
         "tool": "ragcheck_local",
-        "input": str(input_path),
+        "input": source,
         # What the engine loaded; a run that loaded nothing (a resume with every block done)
         # records the facts the preflight read from the same model files.
         "model": {"path": config.nli.model_path, **facts, **stats.model},
@@ -430,6 +582,15 @@ def _manifest(
             "items_per_s": round(done / total, 2) if total else None,
         },
         "platform": platform.platform(),
+    if checked.foreign_here:
+        manifest["language_mismatch"] = {
+            "judge_languages": list(checked.declared or ()),  # what the items' warnings name
+            "policy": checked.policy,
+            "items": len(checked.foreign_here),
+            "items_by_language": dict(sorted(checked.lang_counts.items())),
+            "first_query_id": checked.foreign_here[0],
+        }
+    return manifest
     }
 
 
@@ -498,9 +659,6 @@ def recompute(
     (ours or RAGChecker's own) without loading any model; write the updated file atomically."""
     check_output_path(output_path, inputs=[input_path])
     data = read_output(input_path)
-    names = with_extras(resolve_metrics(metrics))
-    per_item = []
-    results = []
     keys = (ANSWER2RESPONSE, RESPONSE2ANSWER, RETRIEVED2RESPONSE, RETRIEVED2ANSWER)
     if data["results"] and not any(r.get(k) is not None for r in data["results"] for k in keys):
         raise InputError(
@@ -509,6 +667,22 @@ def recompute(
             record=str(input_path),
             field="results",
         )
+    out = recompute_results(data, metrics=metrics, empty_policy=empty_policy)
+    _write(output_path, out)
+    return out
+
+
+def recompute_results(
+    data: Mapping[str, Any],
+    *,
+    metrics: Sequence[str] = ("all_metrics",),
+    empty_policy: str = "zero",
+) -> dict[str, Any]:
+    """:func:`recompute` of an output object in memory: a copy whose items' ``metrics`` and
+    aggregated ``metrics`` come from the stored matrices (None where a check is missing)."""
+    names = with_extras(resolve_metrics(metrics))
+    per_item = []
+    results = []
     require_evaluated(data, str(input_path))  # no results at all: nothing evaluated either
     three_way = not (data.get("metrics_unavailable") or _two_way(data["results"]))
     for result in data["results"]:
@@ -520,9 +694,7 @@ def recompute(
         )
         results.append({**result, "metrics": values})
         per_item.append(values)
-    out = {**data, "results": results, "metrics": aggregate(per_item, names)}
-    _write(output_path, out)
-    return out
+    return {**data, "results": results, "metrics": aggregate(per_item, names)}
 
 
 def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, Any]:

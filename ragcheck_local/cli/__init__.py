@@ -16,22 +16,23 @@ from typing import Any
 import click
 
 from ..errors import InputError, RagcheckError
+from ..ragchecker import LLM_ARGUMENTS, ignored_note
 from .dev import dev as dev_commands
 from .judges import judges
 
 logger = logging.getLogger("ragcheck_local")
 
-# RAGChecker flags that name LLM services; accepted so users' command lines keep working.
-_IGNORED_RAGCHECKER_FLAGS = (
-    "extractor_name",
-    "checker_name",
-    "extractor_api_base",
-    "checker_api_base",
-    "joint_check",
-    "joint_check_num",
-    "batch_size_extractor",
-    "disable_joint_check",
-)
+# ragchecker-cli's flags for its LLM extractor and checker (ragchecker.LLM_ARGUMENTS but the
+# Python-only SageMaker ones): accepted so users' command lines keep working, ignored with one
+# note. Each takes the value type ragchecker-cli parses (str unless named here).
+_LLM_FLAG_TYPES: dict[str, Any] = {
+    "extractor_max_new_tokens": int,
+    "batch_size_extractor": int,
+    "joint_check_num": int,
+    "joint_check": bool,  # before 0.1.9
+    "disable_joint_check": bool,
+}
+_LLM_FLAGS = tuple(name for name in LLM_ARGUMENTS if not name.startswith("sagemaker_"))
 
 
 def _offline_env() -> None:
@@ -173,6 +174,18 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def ragchecker_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """ragchecker-cli's LLM flags, hidden, each into ``llm_NAME`` (None/False: not given)."""
+    for name in reversed(_LLM_FLAGS):
+        kind = _LLM_FLAG_TYPES.get(name, str)
+        if kind is bool:
+            option = click.option(f"--{name}", f"llm_{name}", is_flag=True, hidden=True)
+        else:
+            option = click.option(f"--{name}", f"llm_{name}", type=kind, hidden=True)
+        command = option(command)
+    return command
+
+
 def _examples_epilog() -> str:
     from ..resources import example_path
 
@@ -226,15 +239,7 @@ def _examples_epilog() -> str:
 @click.option("--column-map", multiple=True, help="SOURCE=FIELD pairs, e.g. question=query.")
 @click.option("--no-cache", is_flag=True, help="Ignore any cache setting.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
-@click.option("--extractor_name", "--checker_name", "ignored", multiple=True, hidden=True)
-@click.option(
-    "--batch_size_extractor",
-    "--joint_check_num",
-    "ignored_int",
-    type=int,
-    hidden=True,
-    multiple=True,
-)
+@ragchecker_flags
 @click.argument("extra_metrics", nargs=-1)
 def evaluate(
     input_path: str,
@@ -246,22 +251,22 @@ def evaluate(
     extra_metrics: tuple[str, ...],
     quiet: bool,
     no_cache: bool,
-    ignored: tuple[str, ...],
-    ignored_int: tuple[int, ...],
     **options: Any,
 ) -> None:
-    """Evaluate a RAG results file and write RAGChecker-format output."""
+    """Evaluate a RAG results file and write RAGChecker-format output.
+
+    ragchecker-cli's command lines work as they are: --input_path, --output_path, --metrics
+    (a list), --batch_size_checker; its LLM flags are accepted and ignored with a note.
+    """
     from ..config import build_config, parse_set
     from ..pipeline import evaluate as run_evaluation
 
     if extra_metrics and not metrics:
         raise click.UsageError(f"unexpected argument(s): {' '.join(extra_metrics)}")
-    if ignored or ignored_int:
-        click.echo(
-            "note: RAGChecker LLM extractor/checker flags are ignored; "
-            "claims and checks run locally",
-            err=True,
-        )
+    given = [name for name in _LLM_FLAGS if options.pop(f"llm_{name}") not in (None, False)]
+    note = ignored_note(given)
+    if note:
+        click.echo(f"note: {note}", err=True)
     names = [n.strip() for m in (*metrics, *extra_metrics) for n in m.split(",") if n.strip()]
     overrides = {k: v for k, v in options.items() if v is not None}
     if names:

@@ -56,7 +56,7 @@ PrefilterMode = Literal["off", "lexical", "embedding"]
 EmptyPolicy = Literal["zero", "skip"]
 OnError = Literal["raise", "skip"]
 OnLanguageMismatch = Literal["warn", "skip", "error"]
-InputFormat = Literal["auto", "ragchecker", "jsonl", "parquet", "csv", "json-table"]
+InputFormat = Literal["auto", "ragchecker", "jsonl", "parquet", "csv", "json-table", "ragas"]
 EngineKind = Literal["local", "ray"]
 
 
@@ -247,7 +247,12 @@ class InputConfig(_Section):
     """How the input file is read."""
 
     format: InputFormat = field(
-        default="auto", metadata=_help("Input file format.", flat="input_format")
+        default="auto",
+        metadata=_help(
+            "Input file format (ragas: RAGAS's columns, v0.1 or v0.2+, in a file of any of the "
+            "other formats).",
+            flat="input_format",
+        ),
     )
     column_map: tuple[tuple[str, str], ...] = field(
         default=(),

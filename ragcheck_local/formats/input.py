@@ -1,9 +1,11 @@
 """The input format: reading and validating input records.
 
 Formats: RAGChecker JSON (``{"results": [...]}`` or a bare list), JSON Lines (one result per
-line), and Parquet / CSV / JSON-table files through Hugging Face ``datasets``. Records stream in
-order; validation happens per record and names the record (query_id or line), the field and the
-value found.
+line), and Parquet / CSV / JSON-table files through Hugging Face ``datasets``; ``ragas``: RAGAS
+rows (either column scheme, :func:`from_ragas`) in any of those files. Records stream in order;
+validation happens per record and names the record (query_id or line), the field and the value
+found. Records already in memory (a list of dicts, a pandas ``DataFrame``, a ``datasets``
+``Dataset``: :func:`memory_rows`) go through the same validation (:func:`iter_records`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,29 @@ from .files import (
 logger = logging.getLogger(__name__)
 
 FIELDS = ("query_id", "query", "gt_answer", "response", "retrieved_context")
-FORMATS = ("auto", "ragchecker", "jsonl", "parquet", "csv", "json-table")
+FORMATS = ("auto", "ragchecker", "jsonl", "parquet", "csv", "json-table", "ragas")
+
+RAGAS_COLUMNS: dict[str, dict[str, str]] = {
+    "v0.2": {
+        "user_input": "query",
+        "response": "response",
+        "retrieved_contexts": "retrieved_context",
+        "reference": "gt_answer",
+    },
+    "v0.1": {
+        "question": "query",
+        "answer": "response",
+        "contexts": "retrieved_context",
+        "ground_truth": "gt_answer",
+    },
+}
+"""RAGAS's column names → ours: v0.2+ (``SingleTurnSample`` / ``EvaluationDataset``) and v0.1
+(the ``datasets`` columns ``ragas.evaluate`` took)."""
+_RAGAS_MARKERS = {
+    "v0.2": ("user_input", "retrieved_contexts", "reference"),
+    "v0.1": ("question", "answer", "contexts", "ground_truth", "ground_truths"),
+}
+# "response" is a v0.2 column and ours alike: it tells no scheme apart.
 
 
 def parse_column_map(spec: str | Iterable[str] | None) -> dict[str, str]:
@@ -187,6 +211,8 @@ def iter_raw(path: str | Path, fmt: str = "auto") -> Iterator[tuple[str, Any]]:
     if not path.is_file():
         raise InputError(f"no such file: {str(path)!r}", field="--input")
     resolved = detect_format(path, fmt)
+    if resolved == "ragas":  # RAGAS rows, in whichever file the suffix says
+        resolved = detect_format(path, "auto")
     if resolved == "ragchecker":
         yield from _iter_ragchecker(path)
     elif resolved == "jsonl":
@@ -336,6 +362,64 @@ def _missing(name: str, raw: Mapping[str, Any], where: str) -> InputError:
     )
 
 
+def _renamed(raw: Any, column_map: Mapping[str, str] | None) -> Any:
+    """``raw`` with its keys renamed by ``column_map`` (SOURCE → FIELD); a non-mapping as is."""
+    if not column_map or not isinstance(raw, Mapping):
+        return raw
+    return {column_map.get(key, key): value for key, value in raw.items()}
+
+
+def from_ragas(raw: Any, position: int, locator: str = "") -> Any:
+    """A RAGAS row as a RAGChecker record, in either column scheme (:data:`RAGAS_COLUMNS`),
+    told apart by the row's columns: v0.2+ ``user_input`` / ``response`` /
+    ``retrieved_contexts`` / ``reference``, v0.1 ``question`` / ``answer`` / ``contexts`` /
+    ``ground_truth`` (v0.1's older ``ground_truths`` list is joined with newlines).
+
+    RAGAS rows have no id: ``query_id`` is the row's own ``query_id`` column when it has one,
+    else its 0-based ``position`` as a string. Other columns ride along as extra fields. A
+    value that is not a mapping is returned as it is (validation names it); a row with no
+    RAGAS column, or with both schemes' columns, is an :class:`InputError` naming ``locator``.
+
+    Examples:
+        >>> from_ragas({"user_input": "Q?", "response": "A.", "retrieved_contexts": ["c"],
+        ...             "reference": "G."}, 0)
+        {'query_id': '0', 'query': 'Q?', 'response': 'A.', 'retrieved_context': ['c'], \
+'gt_answer': 'G.'}
+        >>> from_ragas({"question": "Q?", "answer": "A.", "contexts": [], "ground_truth": "G."},
+        ...            7)["query_id"]
+        '7'
+    """
+    if not isinstance(raw, Mapping):
+        return raw
+    schemes = [s for s, columns in _RAGAS_MARKERS.items() if any(c in raw for c in columns)]
+    if len(schemes) != 1:
+        found = ", ".join(repr(str(k)) for k in list(raw)[:20]) or "none"
+        what = "both RAGAS schemes' columns" if schemes else "no RAGAS column"
+        raise InputError(
+            f"{what} (v0.2+: user_input, response, retrieved_contexts, reference; v0.1: "
+            f"question, answer, contexts, ground_truth); found {found}",
+            record=locator or f"row {position}",
+        )
+    columns = RAGAS_COLUMNS[schemes[0]]
+    out: dict[str, Any] = {} if "query_id" in raw else {"query_id": str(position)}
+    given: dict[str, str] = {}
+    for key, value in raw.items():
+        name = columns.get(key, key)
+        if key == "ground_truths" and "ground_truth" not in raw:
+            name = "gt_answer"
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                value = "\n".join(value)
+        if name in given:
+            raise InputError(
+                f"both {given[name]!r} and {key!r} give {name}",
+                record=locator or f"row {position}",
+                field=name,
+            )
+        given[name] = str(key)
+        out[name] = value
+    return out
+
+
 def validate_record(
     raw: Any,
     locator: str,
@@ -357,8 +441,7 @@ def validate_record(
         raise InputError(
             f"expected an object, found {type(raw).__name__} {show_value(raw)}", record=locator
         )
-    if column_map:
-        raw = {column_map.get(key, key): value for key, value in raw.items()}
+    raw = _renamed(raw, column_map)
     if "query_id" not in raw:
         raise _missing("query_id", raw, locator)
     query_id = _as_id(raw["query_id"], locator, "query_id")
@@ -422,12 +505,60 @@ def iter_items(
     Under ``on_error='skip'`` bad records are appended to ``rejected`` instead of raising (and
     logged once each unless ``warn`` is false: a second pass over the same file stays quiet).
     """
+    yield from _validated(
+        iter_raw(path, fmt),
+        column_map=column_map,
+        on_error=on_error,
+        rejected=rejected,
+        rules=rules,
+        warn=warn,
+        ragas=fmt == "ragas",
+    )
+
+
+def iter_records(
+    records: Iterable[Any],
+    *,
+    column_map: Mapping[str, str] | None = None,
+    on_error: str = "raise",
+    rejected: list[Rejected] | None = None,
+    rules: RecordRules | None = None,
+    warn: bool = True,
+    ragas: bool = False,
+) -> Iterator[RagItem]:
+    """:func:`iter_items` over records already in memory (raw records, as a RAGChecker file
+    holds them; ``ragas``: RAGAS rows); a record is named by its position, ``records[i]``."""
+    yield from _validated(
+        ((f"records[{i}]", raw) for i, raw in enumerate(records)),
+        column_map=column_map,
+        on_error=on_error,
+        rejected=rejected,
+        rules=rules,
+        warn=warn,
+        ragas=ragas,
+    )
+
+
+def _validated(
+    raws: Iterable[tuple[str, Any]],
+    *,
+    column_map: Mapping[str, str] | None,
+    on_error: str,
+    rejected: list[Rejected] | None,
+    rules: RecordRules | None,
+    warn: bool,
+    ragas: bool,
+) -> Iterator[RagItem]:
+    """Validated items of ``(locator, raw)`` pairs: the one loop of every reader."""
     if on_error not in ("raise", "skip"):
         raise InputError(f"expected 'raise' or 'skip', found {on_error!r}", field="--on-error")
     seen: set[str] = set()
-    for locator, raw in iter_raw(path, fmt):
+    for position, (locator, raw) in enumerate(raws):
         try:
-            item = validate_record(raw, locator, column_map, rules)
+            if ragas:
+                # The column map first, so that `--column-map id=query_id` names the items.
+                raw = from_ragas(_renamed(raw, column_map), position, locator)
+            item = validate_record(raw, locator, None if ragas else column_map, rules)
             if item.query_id in seen:
                 raise InputError(
                     f"duplicate query_id {item.query_id!r}", record=locator, field="query_id"
@@ -444,6 +575,59 @@ def iter_items(
             continue
         seen.add(item.query_id)
         yield item
+
+
+def memory_rows(records: Any) -> list[Any]:
+    """Records held in memory as a list of plain records: a list (or any iterable) of
+    mappings, RAGChecker's ``{"results": [...]}``, a pandas ``DataFrame`` (one record per row)
+    or a Hugging Face ``Dataset``. Duck-typed: neither library is imported here. NumPy arrays
+    and scalars become lists and Python numbers; in a DataFrame a missing cell (NaN, None,
+    ``pd.NA``) becomes None, as a missing JSON value would be.
+
+    Examples:
+        >>> memory_rows({"results": [{"query_id": "q1"}]})
+        [{'query_id': 'q1'}]
+    """
+    if hasattr(records, "columns") and hasattr(records, "iloc") and hasattr(records, "to_dict"):
+        rows = records.to_dict(orient="records")  # a pandas DataFrame
+        return [{str(k): _plain(v, missing=True) for k, v in row.items()} for row in rows]
+    if isinstance(records, Mapping):
+        if "results" not in records:
+            raise InputError(
+                f"expected a list of records or {{'results': [...]}}, found a mapping with "
+                f"keys {show_value(sorted(map(str, records)))}",
+                field="records",
+            )
+        records = records["results"]
+    if isinstance(records, (str, bytes)) or not isinstance(records, Iterable):
+        raise InputError(
+            f"expected a list of records, a DataFrame or a Dataset, found "
+            f"{type(records).__name__} {show_value(records)} (a file is read by evaluate)",
+            field="records",
+        )
+    # A datasets.Dataset iterates as one dict per row, like a list of records.
+    return [_plain(row) for row in records]
+
+
+def _plain(value: Any, *, missing: bool = False) -> Any:
+    """``value`` with NumPy arrays and scalars as Python lists and numbers (mappings and
+    sequences recursively); with ``missing``, a pandas missing value becomes None."""
+    import numpy as np
+
+    if missing and (
+        type(value).__name__ in ("NAType", "NaTType")
+        or (isinstance(value, (float, np.floating)) and bool(np.isnan(value)))
+    ):
+        return None
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def item_to_dict(item: RagItem) -> dict[str, Any]:
