@@ -294,6 +294,7 @@ def _check_records(read: Read, config: EvalConfig, source: str) -> _Checked:
     facts = preflight(config)  # model, --max-length, --lang, device: exit 2 before any file
     note = _language_note(facts.pop("languages"), lang_counts, lang_first, config.nli.model_path)
     if note:
+        logger.warning(note)
     return _Checked(
         declared, policy, foreign, rejected, n_items, foreign_here, lang_counts, facts
     )
@@ -394,7 +395,6 @@ def _evaluate(
         )
 
     checked = _check_records(read, config, str(input_path))
-        logger.warning(note)
     for path in (paths["output"], paths["claims"], paths["manifest"]):
         remove_stale_temps(path)  # left by a run killed while writing its final files
 
@@ -549,8 +549,8 @@ def _manifest(
     timings: dict[str, float],
     source: str,
     checked: _Checked,
-    facts = checked.facts
 ) -> dict[str, Any]:
+    facts = checked.facts
     versions = {"ragcheck_local": __version__, "python": platform.python_version()}
     for name in ("torch", "transformers", "spacy", "numpy"):
         try:
@@ -582,6 +582,7 @@ def _manifest(
             "items_per_s": round(done / total, 2) if total else None,
         },
         "platform": platform.platform(),
+    }
     if checked.foreign_here:
         manifest["language_mismatch"] = {
             "judge_languages": list(checked.declared or ()),  # what the items' warnings name
@@ -591,7 +592,6 @@ def _manifest(
             "first_query_id": checked.foreign_here[0],
         }
     return manifest
-    }
 
 
 def _unavailable(facts: Mapping[str, Any]) -> dict[str, str]:
@@ -667,6 +667,7 @@ def recompute(
             record=str(input_path),
             field="results",
         )
+    require_evaluated(data, str(input_path))  # no results at all: nothing evaluated either
     out = recompute_results(data, metrics=metrics, empty_policy=empty_policy)
     _write(output_path, out)
     return out
@@ -683,7 +684,6 @@ def recompute_results(
     names = with_extras(resolve_metrics(metrics))
     per_item = []
     results = []
-    require_evaluated(data, str(input_path))  # no results at all: nothing evaluated either
     three_way = not (data.get("metrics_unavailable") or _two_way(data["results"]))
     for result in data["results"]:
         values = item_metrics(
