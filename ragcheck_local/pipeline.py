@@ -28,6 +28,7 @@ from .formats.files import check_output_path, load_json, remove_stale_temps, wri
 from .formats.input import RecordRules, iter_items, iter_records
 from .formats.lock import OutputLock, lock_path
 from .formats.output import output_paths, read_output, write_claims, write_output
+from .formats.store import file_digest
 from .metrics import (
     ANSWER2RESPONSE,
     CONTRADICTION_METRICS,
@@ -789,7 +790,7 @@ def shard_record(config: EvalConfig, input_path: Path) -> dict[str, Any]:
         "index": index,
         "count": count,
         "block_size": run.block_size,
-        "input_sha256": _file_sha256(input_path),
+        "input_sha256": file_digest(input_path),
         "settings_sha256": hashlib.sha256(
             json.dumps(settings, sort_keys=True, default=str).encode()
         ).hexdigest(),
@@ -810,14 +811,6 @@ def shard_position(k: int, block_size: int, shard: tuple[int, int]) -> int:
     :func:`in_shard` (shard I of N holds blocks I, I+N, ... of ``block_size`` items)."""
     index, count = shard
     return (index + (k // block_size) * count) * block_size + k % block_size
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _shard_of(path: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
