@@ -310,12 +310,17 @@ def recompute(
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--output", "-o", "output_path", required=True, type=click.Path(dir_okay=False))
 def merge(inputs: tuple[str, ...], output_path: str) -> None:
-    """Merge shard outputs into one RAGChecker-format file."""
+    """Merge the outputs of `evaluate --shard I/N` runs of one input into the single run's files:
+    OUT.json (items in input order), OUT.claims.jsonl and OUT.manifest.json."""
     from ..pipeline import merge as run_merge
+    from ..pipeline import output_paths
 
     out = run_merge(inputs, output_path)
     click.echo(_format_metrics(out["metrics"]))
-    click.echo(f"\n{len(out['results'])} item(s) from {len(inputs)} file(s) -> {output_path}")
+    click.echo(f"\n{len(out['results'])} item(s) from {len(inputs)} file(s), in input order")
+    for key, path in output_paths(output_path).items():
+        if key != "checkpoint":
+            click.echo(f"{key:>9}: {path}")
 
 
 def _is_markdown(path: str) -> bool:

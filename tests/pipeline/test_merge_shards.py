@@ -97,10 +97,12 @@ def test_merge_gives_the_single_run_in_input_order_with_its_side_files(
 
 
 def test_merge_of_one_whole_run_is_that_run(tmp_path: Path, runs: dict[str, Path]) -> None:
-    merge([runs["single"]], tmp_path / "again.json")
+    outcome = run_cli(["merge", str(runs["single"]), "-o", str(tmp_path / "again.json")], tmp_path)
+    assert outcome.exit_code == 0, outcome.output
     assert (tmp_path / "again.json").read_bytes() == runs["single"].read_bytes()
-    assert (tmp_path / "again.claims.jsonl").is_file()
-    assert (tmp_path / "again.manifest.json").is_file()
+    for name in ("again.claims.jsonl", "again.manifest.json"):
+        assert (tmp_path / name).is_file()
+        assert str(tmp_path / name) in outcome.output  # printed, as evaluate prints them
 
 
 @pytest.mark.parametrize(
