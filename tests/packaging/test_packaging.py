@@ -103,6 +103,13 @@ def test_architecture_tree_names_every_sub_package() -> None:
         "ragcheck_local.evaluator",
         "ragcheck_local.pipeline",
         "ragcheck_local.judge.checker",
+        "ragcheck_local.api",
+        "ragcheck_local.ragchecker",
+        "ragcheck_local.metrics.upstream",
+        "ragcheck_local.formats.input",
+        "ragcheck_local.integrations.llama_index",
+        "ragcheck_local.integrations.langchain",
+        "ragcheck_local.integrations.ragas",
     ],
 )
 def test_public_api_examples_run(module: str, tmp_path: Path, monkeypatch) -> None:
