@@ -18,8 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL
+
+if TYPE_CHECKING:
+    from ..judge.checker import NLIChecker
 
 logger = logging.getLogger(__name__)
 
@@ -296,10 +300,10 @@ class Outcome:
     exact: bool
 
 
-def run_cases(checker: object, cases: Sequence[Case] = CASES) -> list[Outcome]:
+def run_cases(checker: NLIChecker, cases: Sequence[Case] = CASES) -> list[Outcome]:
     """Judge every case with ``checker`` (an ``NLIChecker``: its ``check`` on (premise, claim)
     pairs) and say which pass."""
-    results = checker.check([(c.premise, c.claim) for c in cases])  # type: ignore[attr-defined]
+    results = checker.check([(c.premise, c.claim) for c in cases])
     return [
         Outcome(
             c.name,

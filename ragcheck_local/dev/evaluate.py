@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -32,16 +32,23 @@ from ..metrics.stats import balanced_accuracy, binary_balanced_accuracy
 from ..records import CONTRADICTION, ENTAILMENT, NEUTRAL, VERDICTS
 from .config import NLIEvalConfig
 from .datasets import (
+    HALUEVAL_FIELDS,
+    LABEL2ID,
     SUMMAC_SETS,
     TEST_FILE,
     DevSet,
     half,
+    is_halueval_dev,
+    is_nli_csv_dev,
     load_anli,
     load_factcheck_dev,
+    load_fever_dev,
     load_lingnli_val,
     load_sick,
     load_summac,
     locate_snli,
+    read_halueval,
+    read_nli_csv,
     read_snli,
     unrelated_pairs,
 )
@@ -280,32 +287,25 @@ def _summary_row(checker: NLIChecker, ds: DevSet, name: str, predictions: Predic
 
 
 def _real_rows(
-    checker: NLIChecker, config: NLIEvalConfig, want: object, predictions: Predictions
+    checker: NLIChecker,
+    config: NLIEvalConfig,
+    want: Callable[[str], bool],
+    predictions: Predictions,
 ) -> list[Row]:
     """The real-claim dev sets beside ``data_dir`` (``../shared/data``): DocNLI FEVER dev,
     HaluEval's dev split (each part), MNLI dev's and SciTail's dev splits; each skipped when
     absent. ``limit`` caps pairs (summaries for HaluEval summarization, default 400)."""
-    from .datasets import (
-        HALUEVAL_FIELDS,
-        LABEL2ID,
-        is_halueval_dev,
-        is_nli_csv_dev,
-        load_fever_dev,
-        read_halueval,
-        read_nli_csv,
-    )
-
     root, limit = config.data_dir.parent, config.limit
     rows: list[Row] = []
     fever = root / "fever" / "docnli_fever_dev.tsv"
-    if want("FEVER") and _present(fever, "DocNLI FEVER dev"):  # type: ignore[operator]
+    if want("FEVER") and _present(fever, "DocNLI FEVER dev"):
         rows.append(
             _binary_row(checker, load_fever_dev(fever).head(limit), "DocNLI FEVER dev", predictions)
         )
     for part in HALUEVAL_FIELDS:
         path = root / "halueval" / f"{part}.jsonl"
         name = f"HaluEval dev {part}"
-        if not want("HaluEval") or not _present(path, name):  # type: ignore[operator]
+        if not want("HaluEval") or not _present(path, name):
             continue
         dev = [r for r in read_halueval(path, part) if is_halueval_dev(r.source)]
         pairs = [(r.source, t) for r in dev for t in (r.faithful, r.hallucinated)]
@@ -324,7 +324,7 @@ def _real_rows(
     ):
         path = root / "nli-train" / file
         name = f"{what} dev split"
-        if not want(what) or not _present(path, name):  # type: ignore[operator]
+        if not want(what) or not _present(path, name):
             continue
         data = [r for r in read_nli_csv(path) if is_nli_csv_dev(r[1])]
         ds = DevSet(name, [(p, h) for p, h, _ in data], [LABEL2ID[lab] for *_, lab in data]).head(

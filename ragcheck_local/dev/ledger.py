@@ -97,9 +97,11 @@ LEGACY_DEV = (
 def ledger_markers(ledger: Path) -> tuple[str, str]:
     """The card markers between which ``ledger``'s rows are rendered (one pair per ledger
     file, so a card can hold the table of every training round)."""
-    return LEDGER_BEGIN.replace("ledger.jsonl", ledger.name), LEDGER_END.replace(
-        "ledger rows",
-        f"ledger rows {ledger.name}" if ledger.name != "ledger.jsonl" else "ledger rows",
+    if ledger.name == "ledger.jsonl":
+        return LEDGER_BEGIN, LEDGER_END
+    return (
+        f"<!-- ledger rows: rendered from training/{ledger.name} -->",
+        f"<!-- /ledger rows {ledger.name} -->",
     )
 
 

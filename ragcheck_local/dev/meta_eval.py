@@ -21,6 +21,7 @@ people there); the held-out half is never read by any tool here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -287,8 +288,6 @@ def meta_evaluate(config: MetaEvalConfig) -> dict[str, Any]:
 def shifted_head(head: Any, shift: float) -> Any:
     """``head`` with ``shift`` added to its Entailment row's bias weight: the Entailment
     decision threshold moved by ``shift`` in log-odds (positive: Entailment more often)."""
-    import dataclasses
-
     if "bias" not in head.features:
         raise InputError("the head has no 'bias' feature to shift", field="calibration")
     col = head.features.index("bias")
@@ -302,7 +301,6 @@ def choose_shift(config: MetaEvalConfig, shifts: Sequence[float]) -> dict[str, A
     (:func:`shifted_head`; the model's probabilities are computed once and cached) and choose
     the shift whose headline Pearson correlations (precision, recall, f1 against correctness,
     completeness, overall) have the highest mean. Use it on the dev half only."""
-    import dataclasses
     import tempfile
 
     from ..formats.files import write_json

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -279,13 +279,13 @@ def halueval_pairs(
 
 
 def nli_csv_pairs(
-    name: str, rows: Sequence[tuple[str, str, str]], is_dev: object
+    name: str, rows: Sequence[tuple[str, str, str]], is_dev: Callable[[str], bool]
 ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """(train, dev) rows of an NLI CSV set; ``is_dev(hypothesis)`` is the set's split rule."""
     train: list[dict[str, str]] = []
     dev: list[dict[str, str]] = []
     for n, (premise, hypothesis, label) in enumerate(rows):
-        out = dev if is_dev(hypothesis) else train  # type: ignore[operator]
+        out = dev if is_dev(hypothesis) else train
         out.append(_row(premise, hypothesis, label, f"{name}:{n}", name))
     return train, dev
 
