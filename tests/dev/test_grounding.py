@@ -188,6 +188,57 @@ def test_cli_writes_files(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "min_words" in bad.output
 
 
+def test_cli_real_data_options_write_their_files(tmp_path: Path) -> None:
+    # --fever / --halueval / --mnli / --scitail reach dev/realdata through the command.
+    fc = _write_factcheck(tmp_path / "fc.jsonl", lambda i: EIFFEL, 10)
+    fever = tmp_path / "fever"
+    fever.mkdir()
+    claims = [
+        {"id": 1, "claim": "The tower is in Paris.", "label": "SUPPORTS",
+         "evidence": ["The Eiffel Tower is a tower in Paris ."]},
+        {"id": 2, "claim": "The tower is in Rome.", "label": "REFUTES",
+         "evidence": ["The Eiffel Tower is a tower in Paris ."]},
+        {"id": 3, "claim": "The tower is painted every seven years.",
+         "label": "NOT ENOUGH INFO", "evidence": []},
+    ]  # fmt: skip
+    (fever / datasets.FEVER_TRAIN).write_text("".join(json.dumps(c) + "\n" for c in claims))
+    (fever / datasets.FEVER_DEV).write_text("entailment\tThe tower is tall .\tIt is tall.\n")
+    halueval = tmp_path / "halueval"
+    halueval.mkdir()
+    rows = {
+        "qa": {"knowledge": EIFFEL, "question": "When?", "right_answer": "1889",
+               "hallucinated_answer": "1920"},
+        "summarization": {"document": EIFFEL, "right_summary": "The tower is 330 metres tall.",
+                          "hallucinated_summary": "The tower is 500 metres tall."},
+        "dialogue": {"knowledge": EIFFEL, "dialogue_history": "[Human]: hi",
+                     "right_response": "It was completed in 1889.",
+                     "hallucinated_response": "It was completed in 1920."},
+    }  # fmt: skip
+    for part, row in rows.items():
+        (halueval / f"{part}.jsonl").write_text(json.dumps(row) + "\n")
+    csv = tmp_path / "nli.csv"
+    csv.write_text(
+        "premise,hypothesis,label\n" + "".join(f"P,H{i},entailment\n" for i in range(20))
+    )
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--python-docs", str(tmp_path / "none"), "--factcheck", str(fc),
+            "--fever", str(fever), "--halueval", str(halueval), "--mnli", str(csv),
+            "--scitail", str(csv), "--min-words", "20"]  # fmt: skip
+    result = CliRunner().invoke(main, ["dev", "make-data", *args])
+    assert result.exit_code == 0, result.output
+    counts = json.loads((out / "counts.json").read_text(encoding="utf-8"))
+    assert counts["fever_dev"] == 1
+    assert (
+        counts["fever_train_by_kind"]["contradiction/refutes/gold"]
+        + counts["fever_train_by_kind"].get("contradiction/refutes/gold_window", 0)
+        == 1
+    )
+    for name in ("fever", "halueval_qa", "halueval_summarization", "halueval_dialogue"):
+        assert (out / f"{name}_train.jsonl").is_file() or (out / f"{name}_dev.jsonl").is_file()
+    assert counts["mnli_train"] + counts.get("mnli_dev", 0) == 20
+    assert counts["scitail_train"] + counts.get("scitail_dev", 0) == 20
+
+
 def test_wice_pairs_sentence_evidence_and_partial_support_is_not_entailed(tmp_path: Path) -> None:
     page = [
         "(meta data) TITLE: The tower",
