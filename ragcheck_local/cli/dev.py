@@ -199,6 +199,43 @@ def train(**options: Any) -> None:
     click.echo(json.dumps(training.summary(metrics)))
 
 
+@dev.command("score")
+@click.option("--model", required=True, help="NLI model directory to score.")
+@click.option("--snli-dir", type=_DIR, default=None, help="Dir holding the SNLI jsonl files.")
+@click.option(
+    "--cache-dir", type=_DIR, default=DEFAULT_SNLI_CACHE, show_default=True,
+    help="SNLI download cache.",
+)  # fmt: skip
+@click.option(
+    "--device", type=click.Choice(TRAIN_DEVICES), default=_train_defaults("device"),
+    show_default=True,
+)  # fmt: skip
+@click.option("--threads", type=int, default=_train_defaults("threads"), show_default=True)
+@click.option(
+    "--max-length", type=int, default=_train_defaults("max_length"), show_default=True,
+    help="Pair length the dev sets are encoded to (the training run's).",
+)  # fmt: skip
+@click.option("--n-val", type=int, default=_train_defaults("n_val"), show_default=True)
+@click.option(
+    "--split-seed", type=int, default=_train_defaults("split_seed"), show_default=True,
+    help="The training run's SNLI train/validation split seed.",
+)  # fmt: skip
+@click.option(
+    "--max-test", type=int, default=0, show_default=True, help="Cap each dev set (0 = all)."
+)
+@click.option(
+    "--extra-dev", multiple=True, metavar="FILE[:METRIC]",
+    help="Dev JSONL as for dev train; METRIC acc (default) or bal_e; repeatable.",
+)  # fmt: skip
+def score(model: str, **options: Any) -> None:
+    """Score a model on the trainer's dev sets (SNLI validation and --extra-dev) as dev train
+    scores its checkpoints; prints one JSON line with the dev score and its parts."""
+    from ..dev import train as training
+
+    cfg = training.build_config(out="", base=model, **options)
+    click.echo(json.dumps(training.score_model(cfg, model)))
+
+
 @dev.command("calibrate")
 @click.option("--model", default=None, help="Model directory (default: the bundled model).")
 @click.option("--data-dir", type=_DIR, default=DEFAULT_DATA, show_default=True)

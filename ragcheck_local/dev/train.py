@@ -146,6 +146,33 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else value
 
 
+DevSets = list[tuple[str, str, list[Encoded]]]
+"""(name, metric, encoded pairs) of each dev set, SNLI validation first."""
+
+
+def load_dev_sets(cfg: TrainConfig, encoder: PairEncoder, val_enc: list[Encoded]) -> DevSets:
+    """The SNLI validation pairs and ``cfg.extra_dev``'s files, each cut to ``max_test``."""
+    dev_sets: DevSets = [("snli_val", "acc", val_enc)]
+    for spec in cfg.extra_dev:
+        path, metric = parse_dev_metric(spec)
+        enc = encode_pairs(read_pairs_jsonl(path), encoder)
+        if cfg.max_test:
+            enc = enc[: cfg.max_test]
+        dev_sets.append((path.stem, metric, enc))
+    return dev_sets
+
+
+def dev_score(
+    model: nn.Module, dev_sets: DevSets, encoder: PairEncoder, cfg: TrainConfig
+) -> tuple[float, dict[str, float]]:
+    """The dev score that picks the kept checkpoint: the mean of each set's metric (NaN-safe:
+    a set whose metric is undefined is left out), and the parts by ``NAME_METRIC``."""
+    parts = {}
+    for name, metric, enc in dev_sets:
+        parts[f"{name}_{metric}"] = _nan(evaluate(model, enc, encoder, cfg)[metric])
+    return float(np.nanmean(list(parts.values()))), parts
+
+
 def save_state(obj: object, path: Path) -> None:
     """``torch.save`` atomically (a kill mid-write leaves the previous file)."""
     with atomic_writer(path, "wb") as fh:
@@ -316,13 +343,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             enc = enc[: cfg.max_train]
         extra_enc.extend(enc * repeat)
         log({"event": "extra_train", "file": str(path), "pairs": len(enc), "repeat": repeat})
-    dev_sets: list[tuple[str, str, list[Encoded]]] = [("snli_val", "acc", val_enc)]
-    for spec in cfg.extra_dev:
-        path, metric = parse_dev_metric(spec)
-        enc = encode_pairs(read_pairs_jsonl(path), encoder)
-        if cfg.max_test:
-            enc = enc[: cfg.max_test]
-        dev_sets.append((path.stem, metric, enc))
+    dev_sets = load_dev_sets(cfg, encoder, val_enc)
     log(
         {
             "event": "data",
@@ -343,12 +364,6 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     optim, trainable = _optimizer(model, cfg)
     sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: lr_lambda(s, warmup, total))
     schedule = step_schedule(train_enc, distractors, cfg, total, room(encoder), extra_enc)
-
-    def dev_score() -> tuple[float, dict[str, float]]:
-        parts = {}
-        for name, metric, enc in dev_sets:
-            parts[f"{name}_{metric}"] = _nan(evaluate(model, enc, encoder, cfg)[metric])
-        return float(np.nanmean(list(parts.values()))), parts
 
     best_acc, best_step, best_state = -1.0, 0, None
     first_step, elapsed_before = 1, 0.0
@@ -400,7 +415,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             )
             run_loss, run_n = 0.0, 0
         if step % cfg.eval_every == 0 or step == total or out_of_time:
-            score, parts = dev_score()
+            score, parts = dev_score(model, dev_sets, encoder, cfg)
             if score > best_acc:
                 best_acc, best_step = score, step
                 best_state = {
@@ -504,6 +519,40 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         record["kept"] = kept
         append_record(Path(cfg.ledger), record)
     return metrics
+
+
+def score_model(cfg: TrainConfig, model_dir: str | Path) -> dict[str, Any]:
+    """``model_dir``'s dev score and its parts on the trainer's dev sets (the SNLI validation
+    split of ``cfg.split_seed`` / ``cfg.n_val`` and ``cfg.extra_dev``), argmax in float32 as
+    the trainer scores its checkpoints: the number a ledger compares for a model this run did
+    not train (a round's base, or weights from elsewhere)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    torch.set_num_threads(cfg.threads)
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file():
+        raise InputError(f"{model_dir}: not a model directory (no config.json)", field="model")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, local_files_only=True)
+    labels = {int(i): str(name).lower() for i, name in model.config.id2label.items()}
+    if labels != ID2LABEL:
+        # Scores are read by label id: a model with another label order would be scored wrong.
+        raise ModelError(f"{model_dir}: id2label is {labels}, the trainer's scores need {ID2LABEL}")
+    model.float().to(cfg.device).eval()
+    encoder = PairEncoder(tokenizer, cfg.max_length)
+    _, val_pairs = split_by_group(
+        read_snli(Path(cfg.snli_dir) / TRAIN_FILE), cfg.n_val, cfg.split_seed
+    )
+    if cfg.max_test:
+        val_pairs = val_pairs[: cfg.max_test]
+    dev_sets = load_dev_sets(cfg, encoder, encode_pairs(val_pairs, encoder))
+    score, parts = dev_score(model, dev_sets, encoder, cfg)
+    return {
+        "model": str(model_dir),
+        "dev_score": round(score, 4),
+        **{k: round(v, 4) for k, v in parts.items()},
+        "max_length": cfg.max_length,
+    }
 
 
 def summary(metrics: dict[str, Any]) -> dict[str, Any]:

@@ -240,6 +240,47 @@ def test_extra_data_dev_score_and_resume_gives_the_same_model(
     assert '"event": "resume"' in log
 
 
+def test_score_gives_a_trained_model_its_dev_numbers_and_refuses_other_label_orders(
+    tmp_path: Path,
+) -> None:
+    """``dev score`` scores a model the way the trainer scores its checkpoints: on the run's
+    own output it gives the run's dev numbers (up to one pair: the run scores float32 weights,
+    the saved model is fp16)."""
+    from ragcheck_local.errors import ModelError
+
+    base = _tiny_base(tmp_path / "base")
+    snli = _write_snli(tmp_path / "snli", repeat=4)
+    extra = _write_extra(tmp_path / "extra.jsonl", repeat=2)
+    dev = _write_extra(tmp_path / "dev.jsonl", repeat=2)
+    out = tmp_path / "out"
+    metrics = _train({"base": str(base), "snli_dir": snli, "threads": 1, "max_length": 48,
+                      "batch_size": 4, "max_steps": 2, "eval_every": 2, "n_val": 4,
+                      "extra_train": [f"{extra}:1"], "extra_dev": [f"{dev}:bal_e"],
+                      "snli_per_epoch": 8, "out": out})  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        ["dev", "score", "--model", str(out), "--snli-dir", str(snli), "--threads", "1",
+         "--max-length", "48", "--n-val", "4", "--extra-dev", f"{dev}:bal_e"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    scored = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(scored) == {"model", "dev_score", "snli_val_acc", "dev_bal_e", "max_length"}
+    run = metrics["dev"]
+    assert abs(scored["snli_val_acc"] - run["snli_val"]["acc"]) <= 1 / run["snli_val"]["n"]
+    n_dev = run["dev"]["n"]
+    assert run["dev"]["bal_e"] is not None
+    assert abs(scored["dev_bal_e"] - run["dev"]["bal_e"]) <= 2 / n_dev
+    parts = (scored["snli_val_acc"], scored["dev_bal_e"])
+    assert scored["dev_score"] == pytest.approx(sum(parts) / 2, abs=1e-4)
+
+    swapped = build_nli_model(
+        tmp_path / "swapped", "bert", id2label={0: "contradiction", 1: "neutral", 2: "entailment"}
+    )
+    cfg = training.build_config(out="", base=str(swapped), snli_dir=snli, n_val=4)
+    with pytest.raises(ModelError, match="id2label"):
+        training.score_model(cfg, swapped)
+
+
 def test_extra_pairs_reader_rejects_unknown_labels(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": "maybe"}) + "\n")
