@@ -43,6 +43,24 @@ ITEMS = [
 ]
 
 
+NILE_GT = "the nile is the longest river. the nile flows into the sea."
+
+
+def human_row(iid: int, r1: str, r2: str, label: int, gt: str = NILE_GT) -> dict:
+    """One annotator's judgment of two responses, one label for all three aspects (the shape of
+    RAGChecker's human_labeled_data.json; meta-eval tests)."""
+    return {
+        "instance_id": iid,
+        "query": "what about the nile?",
+        "gt_answer": gt,
+        "model1": {"model_name": "a", "response": r1, "critiques": "x"},
+        "model2": {"model_name": "b", "response": r2, "critiques": "y"},
+        "correctness_label": label,
+        "completeness_label": label,
+        "overall_label": label,
+    }
+
+
 def write_input(tmp_path: Path, items=ITEMS) -> Path:
     path = tmp_path / "in.json"
     path.write_text(json.dumps({"results": items}), encoding="utf-8")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import NILE_GT
+from helpers import human_row as row
 
 from ragcheck_local.cli import main
 from ragcheck_local.dev import behaviour as bh
@@ -17,22 +19,10 @@ from ragcheck_local.errors import InputError
 from ragcheck_local.judge.calibration import TEXT_FEATURES, Calibration, load_calibration
 from ragcheck_local.records import CONTRADICTION, ENTAILMENT, NEUTRAL
 
-GOOD = "the nile is the longest river. the nile flows into the sea."
+GOOD = NILE_GT
 HALF = "the nile is the longest river. the dog is blue."
 BAD = "the dog is blue. the cat is famous."
 
-
-def row(iid: int, r1: str, r2: str, label: int) -> dict:
-    """One annotator's judgment of two responses (RAGChecker's human_labeled_data shape)."""
-    labels = {f"{h}_label": label for h in ("correctness", "completeness", "overall")}
-    return {
-        "instance_id": iid,
-        "query": "what about the nile?",
-        "gt_answer": GOOD,
-        "model1": {"model_name": "a", "response": r1},
-        "model2": {"model_name": "b", "response": r2},
-        **labels,
-    }
 
 V2_PASSED = 30
 """What the bundled model passes (of 35); a new bundled model must not pass fewer."""

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import NILE_GT
+from helpers import human_row as row
 
 from ragcheck_local.cli import main
 from ragcheck_local.dev import meta_eval as me
@@ -17,22 +19,9 @@ from ragcheck_local.dev.datasets import HUMAN_LABELS, Instance, read_instances
 from ragcheck_local.errors import InputError
 from ragcheck_local.metrics.stats import pearson, spearman
 
-GOOD = "the nile is the longest river. the nile flows into the sea."
+GOOD = NILE_GT
 HALF = "the nile is the longest river. the dog is blue."
 BAD = "the dog is blue. the cat is famous."
-
-
-def row(iid: int, r1: str, r2: str, label: int, gt: str = GOOD) -> dict:
-    return {
-        "instance_id": iid,
-        "query": "what about the nile?",
-        "gt_answer": gt,
-        "model1": {"model_name": "a", "response": r1, "critiques": "x"},
-        "model2": {"model_name": "b", "response": r2, "critiques": "y"},
-        "correctness_label": label,
-        "completeness_label": label,
-        "overall_label": label,
-    }
 
 
 def test_rouge_l_known_values() -> None:
