@@ -272,6 +272,16 @@ def language_warning(lang: str, report: ReportData) -> str | None:
     return language_banner(lang, mismatch, total=len(report.queries)) if mismatch[0] else None
 
 
+def unnamed_chunks_note(lang: str, report: ReportData) -> str | None:
+    """A report's note for chunks that had no doc_id in the input (their names are positions,
+    not ids a user can look up); None when every chunk was named. Plain text: escape it where
+    it goes."""
+    n, chunks = report.unnamed_chunks()
+    if not n:
+        return None
+    return t(lang, "note.unnamed_chunks", n=n, total=len(report.queries), chunks=chunks)
+
+
 def unavailable_note(lang: str, report: ReportData) -> str | None:
     """Why some metrics read n/a (a 2-way judge cannot say Contradiction); None when all could
     be computed. Plain text: escape it where it goes."""

@@ -31,7 +31,7 @@ from ..errors import InputError, show_value
 from ..formats.output import check_output, metric_group, normalize_metric_groups, read_output
 from ..metrics import CheckingMatrices
 from ..metrics.matrices import require_evaluated
-from ..records import LANGUAGE_MISMATCH, NEUTRAL, VERDICTS, Chunk, claim_verdict
+from ..records import LANGUAGE_MISMATCH, NEUTRAL, UNNAMED_CHUNKS, VERDICTS, Chunk, claim_verdict
 from .meta import GROUPS, METRICS, info
 
 
@@ -72,6 +72,8 @@ class QueryView:
     unreliable_languages: tuple[str, ...] = ()
     """Languages of this query's text that the judge does not declare (its ``warnings``)."""
     judge_languages: tuple[str, ...] = ()
+    unnamed_chunks: tuple[str, ...] = ()
+    """Names the reader gave this query's chunks that had no ``doc_id`` (``chunk-<n>``)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,11 @@ class ReportData:
         langs = sorted({lang for q in flagged for lang in q.unreliable_languages})
         judge = next((q.judge_languages for q in flagged if q.judge_languages), ())
         return len(flagged), tuple(langs), judge
+
+    def unnamed_chunks(self) -> tuple[int, int]:
+        """(queries with chunks that had no doc_id, how many such chunks in all)."""
+        flagged = [q for q in self.queries if q.unnamed_chunks]
+        return len(flagged), sum(len(q.unnamed_chunks) for q in flagged)
 
     @property
     def metric_names(self) -> tuple[str, ...]:
@@ -296,6 +303,7 @@ def _query(raw: Any, index: int) -> QueryView:
         raw, record=record, side="gt_answer", chunks=chunks, matrices=matrices
     )
     unreliable, judge_languages = _language_warnings(raw.get("warnings"), record)
+    unnamed = _unnamed_chunks(raw.get("warnings"), record)
     metrics_raw = raw.get("metrics") or {}
     if not isinstance(metrics_raw, Mapping):
         raise InputError(
@@ -320,6 +328,7 @@ def _query(raw: Any, index: int) -> QueryView:
         has_answer_matrix=has_a,
         unreliable_languages=unreliable,
         judge_languages=judge_languages,
+        unnamed_chunks=unnamed,
     )
 
 
@@ -347,6 +356,25 @@ def _language_warnings(value: Any, record: str) -> tuple[tuple[str, ...], tuple[
                 )
             into.extend(x for x in items if x not in into)
     return tuple(langs), tuple(judge)
+
+
+def _unnamed_chunks(value: Any, record: str) -> tuple[str, ...]:
+    """The names given to chunks without a doc_id, from an item's ``warnings`` list
+    (:data:`~ragcheck_local.records.UNNAMED_CHUNKS`; the list itself is checked by
+    :func:`_language_warnings`)."""
+    names: list[str] = []
+    for i, entry in enumerate(value or []):
+        if not isinstance(entry, Mapping) or entry.get("code") != UNNAMED_CHUNKS:
+            continue
+        ids = entry.get("doc_ids") or []
+        if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
+            raise InputError(
+                f"expected a list of chunk names, found {show_value(ids)}",
+                record=record,
+                field=f"warnings[{i}].doc_ids",
+            )
+        names.extend(x for x in ids if x not in names)
+    return tuple(names)
 
 
 def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:

@@ -21,6 +21,7 @@ from .common import (
     language_warning,
     page,
     unavailable_note,
+    unnamed_chunks_note,
     worst_empty_key,
     worst_queries,
 )
@@ -108,9 +109,9 @@ def _overview(report: ReportData, lang: str) -> str:
     if banner:
         parts.append(f'<p class="banner" role="alert">{_e(banner)}</p>')
     parts.append(f'<p class="note">{_e(t(lang, "scale_note"))}</p>')
-    unavailable = unavailable_note(lang, report)
-    if unavailable:
-        parts.append(f'<p class="note">{_e(unavailable)}</p>')
+    for note in (unavailable_note(lang, report), unnamed_chunks_note(lang, report)):
+        if note:
+            parts.append(f'<p class="note">{_e(note)}</p>')
     parts.append('<div class="groups">')
     parts.extend(_cards(report, lang))
     parts.append("</div>")

@@ -198,6 +198,10 @@ _TEXT: dict[str, dict[str, str]] = {
             "{metrics}: n/a. The judge answers supported / not supported only (2-way), so it "
             "cannot tell a contradicted claim from an unsupported one."
         ),
+        "note.unnamed_chunks": (
+            "{chunks} retrieved chunk(s) in {n} of {total} queries had no doc_id; they are "
+            "named chunk-<position> here, which is not a document id of the input."
+        ),
         "warn.language": (
             "Warning: {n} of {total} queries contain text in {langs}, which the judge does not "
             "declare (it declares {judge}). Their verdicts, and every metric over them, are "
@@ -350,6 +354,10 @@ _TEXT: dict[str, dict[str, str]] = {
         "note.unavailable": (
             "{metrics}: 該当なし。判定モデルは「支持する/支持しない」の2値しか返さないため、"
             "矛盾する主張と根拠のない主張を区別できません。"
+        ),
+        "note.unnamed_chunks": (
+            "質問 {total} 件中 {n} 件の検索チャンク {chunks} 件に doc_id がありません。"
+            "ここでは chunk-<位置> と名付けていますが、入力の文書 ID ではありません。"
         ),
         "warn.language": (
             "警告: 質問 {total} 件中 {n} 件に、判定モデルが対応を宣言していない言語({langs})の"

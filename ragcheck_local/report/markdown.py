@@ -16,6 +16,7 @@ from .common import (
     language_warning,
     md_escape,
     unavailable_note,
+    unnamed_chunks_note,
     worst_empty_key,
     worst_queries,
 )
@@ -69,9 +70,9 @@ def build_markdown(
         f"## {t(lang, 'section.overview')}",
         "",
     ]
-    unavailable = unavailable_note(lang, report)
-    if unavailable:
-        lines += [md_escape(unavailable), ""]
+    for note in (unavailable_note(lang, report), unnamed_chunks_note(lang, report)):
+        if note:
+            lines += [md_escape(note), ""]
     for group, names in report.groups:
         lines += [
             f"### {t(lang, f'group.{group}')}",

@@ -471,3 +471,29 @@ def test_drilldown_shows_the_support_of_each_claim_against_the_other_text() -> N
     plain = build_html(output(record()))
     assert f'title="{t("en", "claim.support")}"' not in plain
     assert prepare(output(record())).queries[0].response_claims[0].ref_support is None
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_chunks_without_doc_id_are_noted_in_both_formats(lang: str) -> None:
+    """The reader names a chunk without doc_id ``chunk-<n>`` and warns in the item; the report
+    says so, since those names are not ids the user can look up (and escapes the warning)."""
+    chunks = [
+        {"doc_id": "chunk-1", "text": "Paris is the capital and largest city of France."},
+        {"doc_id": "d2", "text": "France has about 68 million inhabitants."},
+    ]
+    warning = {"code": "unnamed_chunks", "chunks": ["retrieved_context[0]"],
+               "doc_ids": ["chunk-1"], "note": XSS}  # fmt: skip
+    data = output(record("q1", retrieved_context=chunks, warnings=[warning]), record("q2"))
+    expected = t(lang, "note.unnamed_chunks", n=1, total=2, chunks=1)
+    assert expected in build_html(data, lang=lang).replace("&lt;", "<").replace("&gt;", ">")
+    assert md_escape(expected) in build_markdown(data, lang=lang)
+    assert XSS not in build_html(data, lang=lang)
+    plain = output(record("q1"), record("q2"))
+    for text in (build_html(plain, lang=lang), build_markdown(plain, lang=lang)):
+        assert t(lang, "note.unnamed_chunks", n=1, total=2, chunks=1)[:12] not in text
+
+
+def test_a_bad_unnamed_chunks_warning_names_its_field() -> None:
+    warning = {"code": "unnamed_chunks", "doc_ids": "chunk-1"}
+    with pytest.raises(InputError, match=r"warnings\[0\]\.doc_ids"):
+        prepare(output(record("q1", warnings=[warning])))
