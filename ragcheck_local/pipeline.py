@@ -443,7 +443,7 @@ def _evaluate(
     grouped = aggregate_table(table, metrics)
     rest = _rest(grouped, checked)
     if run.shard is not None:
-        rest["shard"] = shard_record(config, input_path)
+        rest["shard"] = shard_record(config, input_path, items=len(table))
     claim_counts = {"response_claims": 0, "gt_answer_claims": 0}
     write_output(paths["output"], _counting(checkpoint.results(), claim_counts), rest)
     write_claims(paths["claims"], checkpoint.results())
@@ -772,10 +772,11 @@ def merge(inputs: Sequence[str | Path], output_path: str | Path) -> dict[str, An
     return out
 
 
-def shard_record(config: EvalConfig, input_path: Path) -> dict[str, Any]:
+def shard_record(config: EvalConfig, input_path: Path, *, items: int) -> dict[str, Any]:
     """What a shard's output records so that :func:`merge` can put the shards back together
-    and refuse shards of different runs: the shard, the block size (which cut the blocks) and
-    the hashes of the input bytes and of the settings that decide the results."""
+    and refuse shards of different runs: the shard, the block size (which cut the blocks), the
+    hashes of the input bytes and of the settings that decide the results, and how many
+    results the shard wrote (``items``: a file that lost its last results is refused)."""
     run = config.run
     index, count = run.shard or (0, 1)
     settings = config.to_dict()
@@ -794,6 +795,7 @@ def shard_record(config: EvalConfig, input_path: Path) -> dict[str, Any]:
         "settings_sha256": hashlib.sha256(
             json.dumps(settings, sort_keys=True, default=str).encode()
         ).hexdigest(),
+        "items": items,
     }
 
 
@@ -890,6 +892,14 @@ def _in_input_order(files: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict
     for path, data in files:
         record = data["shard"]
         shard = (record["index"], record["count"])
+        written = record.get("items")  # absent in shard files of older versions
+        if written is not None and written != len(data["results"]):
+            raise InputError(
+                f"shard {shard[0]}/{shard[1]} holds {len(data['results'])} results, but its "
+                f"run wrote {show_value(written)}: the file is incomplete or was edited",
+                record=path,
+                field="results",
+            )
         for result in data["results"]:
             qid = result.get("query_id")
             position = result.get("input_position")

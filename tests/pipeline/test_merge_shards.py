@@ -140,3 +140,27 @@ def test_a_tampered_position_exits_2(tmp_path: Path, runs: dict[str, Path]) -> N
     out.mkdir()
     outcome = run_cli(["merge", str(runs["s0"]), str(bad), "-o", str(out / "m.json")], out)
     assert outcome.exit_code == 2 and "input_position" in outcome.output, outcome.output
+
+
+def test_a_shard_that_lost_its_last_results_exits_2(tmp_path: Path, runs: dict[str, Path]) -> None:
+    """Shard 1/2 holds input positions 2, 3 and 6: without its last result no position is
+    missing in between, so only the count the shard recorded can tell."""
+    data = _read(runs["s1"])
+    assert data["shard"]["items"] == 3
+    data["results"] = data["results"][:-1]
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "merged"
+    out.mkdir()
+    outcome = run_cli(["merge", str(runs["s0"]), str(cut), "-o", str(out / "m.json")], out)
+    assert outcome.exit_code == 2, outcome.output
+    assert "holds 2 results" in outcome.output and "wrote 3" in outcome.output, outcome.output
+    assert str(cut) in outcome.output.replace("\n", "")
+    assert not outcome.created
+    # A shard file of an older version (no count) still merges.
+    for name in ("s0", "s1"):
+        old = _read(runs[name])
+        del old["shard"]["items"]
+        runs[name].write_text(json.dumps(old), encoding="utf-8")
+    merged = merge([runs["s0"], runs["s1"]], tmp_path / "m2.json")
+    assert [r["query_id"] for r in merged["results"]] == [f"q{i}" for i in range(N_ITEMS)]
