@@ -158,18 +158,25 @@ def _train_options(command: Any) -> Any:
     return command
 
 
+def _snli_and_device(command: Any) -> Any:
+    """--snli-dir, --cache-dir and --device, as dev train and dev score share them."""
+    command = click.option(
+        "--device", type=click.Choice(TRAIN_DEVICES), default=_train_defaults("device"),
+        show_default=True,
+    )(command)  # fmt: skip
+    command = click.option(
+        "--cache-dir", type=_DIR, default=DEFAULT_SNLI_CACHE, show_default=True,
+        help="SNLI download cache.",
+    )(command)  # fmt: skip
+    return click.option(
+        "--snli-dir", type=_DIR, default=None, help="Dir holding the SNLI jsonl files."
+    )(command)
+
+
 @dev.command("train")
 @click.option("--out", required=True, help="Output model dir (written via OUT.tmp).")
 @click.option("--base", default=None, help="Base model dir (default: all-MiniLM-L6-v2).")
-@click.option("--snli-dir", type=_DIR, default=None, help="Dir holding the SNLI jsonl files.")
-@click.option(
-    "--cache-dir", type=_DIR, default=DEFAULT_SNLI_CACHE, show_default=True,
-    help="SNLI download cache.",
-)  # fmt: skip
-@click.option(
-    "--device", type=click.Choice(TRAIN_DEVICES), default=_train_defaults("device"),
-    show_default=True,
-)  # fmt: skip
+@_snli_and_device
 @_train_options
 @click.option(
     "--no-freeze-embeddings", "freeze_embeddings", is_flag=True, flag_value=False, default=True,
@@ -201,15 +208,7 @@ def train(**options: Any) -> None:
 
 @dev.command("score")
 @click.option("--model", required=True, help="NLI model directory to score.")
-@click.option("--snli-dir", type=_DIR, default=None, help="Dir holding the SNLI jsonl files.")
-@click.option(
-    "--cache-dir", type=_DIR, default=DEFAULT_SNLI_CACHE, show_default=True,
-    help="SNLI download cache.",
-)  # fmt: skip
-@click.option(
-    "--device", type=click.Choice(TRAIN_DEVICES), default=_train_defaults("device"),
-    show_default=True,
-)  # fmt: skip
+@_snli_and_device
 @click.option("--threads", type=int, default=_train_defaults("threads"), show_default=True)
 @click.option(
     "--max-length", type=int, default=_train_defaults("max_length"), show_default=True,

@@ -332,49 +332,43 @@ def _query(raw: Any, index: int) -> QueryView:
     )
 
 
-def _language_warnings(value: Any, record: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(languages the judge does not declare, the judge's languages) from an item's
-    ``warnings`` list; other warning codes are left to other readers."""
+def _warning_strings(value: Any, record: str, code: str, key: str, what: str) -> tuple[str, ...]:
+    """The strings under ``key`` of the ``code`` entries of an item's ``warnings`` list, each
+    once, in order; other codes are left to other readers. ``what`` names the strings in
+    errors."""
     if value is None:
-        return (), ()
+        return ()
     if not isinstance(value, list):
         raise InputError(
             f"expected a list, found {show_value(value)}", record=record, field="warnings"
         )
-    langs: list[str] = []
-    judge: list[str] = []
+    found: list[str] = []
     for i, entry in enumerate(value):
-        if not isinstance(entry, Mapping) or entry.get("code") != LANGUAGE_MISMATCH:
+        if not isinstance(entry, Mapping) or entry.get("code") != code:
             continue
-        for key, into in (("languages", langs), ("judge_languages", judge)):
-            items = entry.get(key) or []
-            if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-                raise InputError(
-                    f"expected a list of language codes, found {show_value(items)}",
-                    record=record,
-                    field=f"warnings[{i}].{key}",
-                )
-            into.extend(x for x in items if x not in into)
-    return tuple(langs), tuple(judge)
+        items = entry.get(key) or []
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            raise InputError(
+                f"expected a list of {what}, found {show_value(items)}",
+                record=record,
+                field=f"warnings[{i}].{key}",
+            )
+        found.extend(x for x in items if x not in found)
+    return tuple(found)
+
+
+def _language_warnings(value: Any, record: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(languages the judge does not declare, the judge's languages) from an item's
+    ``warnings`` list."""
+    langs = _warning_strings(value, record, LANGUAGE_MISMATCH, "languages", "language codes")
+    judge = _warning_strings(value, record, LANGUAGE_MISMATCH, "judge_languages", "language codes")
+    return langs, judge
 
 
 def _unnamed_chunks(value: Any, record: str) -> tuple[str, ...]:
     """The names given to chunks without a doc_id, from an item's ``warnings`` list
-    (:data:`~ragcheck_local.records.UNNAMED_CHUNKS`; the list itself is checked by
-    :func:`_language_warnings`)."""
-    names: list[str] = []
-    for i, entry in enumerate(value or []):
-        if not isinstance(entry, Mapping) or entry.get("code") != UNNAMED_CHUNKS:
-            continue
-        ids = entry.get("doc_ids") or []
-        if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
-            raise InputError(
-                f"expected a list of chunk names, found {show_value(ids)}",
-                record=record,
-                field=f"warnings[{i}].doc_ids",
-            )
-        names.extend(x for x in ids if x not in names)
-    return tuple(names)
+    (:data:`~ragcheck_local.records.UNNAMED_CHUNKS`)."""
+    return _warning_strings(value, record, UNNAMED_CHUNKS, "doc_ids", "chunk names")
 
 
 def _aggregated(data: Mapping[str, Any]) -> dict[str, tuple[str, float | None]]:
