@@ -54,6 +54,7 @@ from .datasets import (
     NEUTRAL_ID,
     TEST_FILE,
     TRAIN_FILE,
+    Pair,
     locate_snli,
     read_pairs_jsonl,
     read_snli,
@@ -148,6 +149,19 @@ def _nan(value: float | None) -> float:
 
 DevSets = list[tuple[str, str, list[Encoded]]]
 """(name, metric, encoded pairs) of each dev set, SNLI validation first."""
+
+
+def snli_train_val(cfg: TrainConfig) -> tuple[list[Pair], list[Pair]]:
+    """SNLI train and validation pairs: ``cfg.n_val`` validation pairs split by premise group
+    with ``cfg.split_seed``, then cut to ``max_train`` / ``max_test`` (one cut for the trainer
+    and for ``score_model``, so both score a model on the same validation pairs)."""
+    all_train = read_snli(Path(cfg.snli_dir) / TRAIN_FILE)
+    train_pairs, val_pairs = split_by_group(all_train, cfg.n_val, cfg.split_seed)
+    if cfg.max_train:
+        train_pairs = train_pairs[: cfg.max_train]
+    if cfg.max_test:
+        val_pairs = val_pairs[: cfg.max_test]
+    return train_pairs, val_pairs
 
 
 def load_dev_sets(cfg: TrainConfig, encoder: PairEncoder, val_enc: list[Encoded]) -> DevSets:
@@ -305,15 +319,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     # Hashed before anything is written: a segment may write over the checkpoint it started from.
     init_weights = Path(cfg.init or cfg.base) / "model.safetensors"
     init_sha256 = file_digest(init_weights) if init_weights.is_file() else None
-    data_dir = Path(cfg.snli_dir)
-    all_train = read_snli(data_dir / TRAIN_FILE)
-    test_pairs = read_snli(data_dir / TEST_FILE)
-    train_pairs, val_pairs = split_by_group(all_train, cfg.n_val, cfg.split_seed)
-    if cfg.max_train:
-        train_pairs = train_pairs[: cfg.max_train]
+    train_pairs, val_pairs = snli_train_val(cfg)
+    test_pairs = read_snli(Path(cfg.snli_dir) / TEST_FILE)
     if cfg.max_test:
         test_pairs = test_pairs[: cfg.max_test]
-        val_pairs = val_pairs[: cfg.max_test]
 
     start_from = cfg.init or cfg.base
     tokenizer = AutoTokenizer.from_pretrained(start_from, local_files_only=True)
@@ -540,11 +549,7 @@ def score_model(cfg: TrainConfig, model_dir: str | Path) -> dict[str, Any]:
         raise ModelError(f"{model_dir}: id2label is {labels}, the trainer's scores need {ID2LABEL}")
     model.float().to(cfg.device).eval()
     encoder = PairEncoder(tokenizer, cfg.max_length)
-    _, val_pairs = split_by_group(
-        read_snli(Path(cfg.snli_dir) / TRAIN_FILE), cfg.n_val, cfg.split_seed
-    )
-    if cfg.max_test:
-        val_pairs = val_pairs[: cfg.max_test]
+    _, val_pairs = snli_train_val(cfg)
     dev_sets = load_dev_sets(cfg, encoder, encode_pairs(val_pairs, encoder))
     score, parts = dev_score(model, dev_sets, encoder, cfg)
     return {
