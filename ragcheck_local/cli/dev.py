@@ -442,6 +442,23 @@ def meta_eval(choose_shift: str, write_shift: bool, **options: Any) -> None:
     click.echo(me.format_result(result, config.bootstrap))
 
 
+@dev.command("compare-meta")
+@click.argument("a", type=_IN_FILE)
+@click.argument("b", type=_IN_FILE)
+@click.option(
+    "--data", type=_IN_FILE, default=None,
+    help="The human-judgment file both runs scored (default: the one run A names).",
+)  # fmt: skip
+@click.option("--n-boot", type=int, default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def compare_meta(a: Path, b: Path, data: Path | None, n_boot: int, seed: int) -> None:
+    """Two meta-eval --out files of the same instances: each headline metric's Pearson for A
+    and B and a paired bootstrap interval of B minus A (does B agree with people better?)."""
+    from ..dev import meta_eval as me
+
+    click.echo(me.compare_table(me.compare_runs(a, b, data=data, n=n_boot, seed=seed)))
+
+
 @dev.command("bench")
 @click.option("--model", default=None, help="Model directory, or 'standin' (default: bundled).")
 @click.option("--input", "input", default=None, help="RAGChecker input file instead.")

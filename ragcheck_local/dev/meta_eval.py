@@ -13,6 +13,9 @@ in RAGChecker's ``meta_eval.py``, a metric's prediction is ``metric(model2) - me
 min-max scaled to [-2, 2] with undefined values set to the median, repeated for each
 annotator's label, and compared with the labels by Pearson and Spearman correlation (×100).
 Annotator agreement is the correlation between the first and the second annotator's labels.
+The ``--out`` file keeps each instance's scores, so two runs (two models, two rules) can be
+compared on the same instances with a paired interval (:func:`compare_runs`,
+``dev compare-meta``).
 
 Never fit a model on this data. The *dev half* (``human_labeled_dev.json``) may choose a
 verdict rule (:func:`choose_shift`: the entailment threshold of the head that agrees best with
@@ -131,6 +134,17 @@ def correlations(instances: Sequence[Instance], scores: Scores) -> dict[str, Any
     return out
 
 
+def _label_rows(
+    instances: Sequence[Instance], label: str
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """For one human label: each annotator row's instance index, its label, and each
+    instance's rows (both annotators' labels travel with their instance in a resample)."""
+    rows = [(i, lab[label]) for i, inst in enumerate(instances) for lab in inst.labels]
+    owner = np.array([i for i, _ in rows])
+    human = np.array([h for _, h in rows], dtype=np.float64)
+    return owner, human, [np.flatnonzero(owner == i) for i in range(len(instances))]
+
+
 def bootstrap(
     instances: Sequence[Instance],
     scores: Scores,
@@ -152,10 +166,7 @@ def bootstrap(
     preds = scaled_deltas(scores)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for label in HUMAN_LABELS:
-        rows = [(i, lab[label]) for i, inst in enumerate(instances) for lab in inst.labels]
-        owner = np.array([i for i, _ in rows])
-        human = np.array([h for _, h in rows], dtype=np.float64)
-        by_instance = [np.flatnonzero(owner == i) for i in range(len(instances))]
+        owner, human, by_instance = _label_rows(instances, label)
         samples: dict[str, list[float]] = {m: [] for m in preds}
         for draw in draws:
             idx = np.concatenate([by_instance[i] for i in draw])
@@ -279,10 +290,157 @@ def meta_evaluate(config: MetaEvalConfig) -> dict[str, Any]:
     }
     if config.bootstrap:
         result["bootstrap"] = bootstrap(instances, scores, config.bootstrap)
+    # The per-instance values, so that two runs can be compared pair by pair
+    # (:func:`compare_runs`, ``dev compare-meta``); NaN (undefined) is stored as null.
+    result["instance_ids"] = [inst.instance_id for inst in instances]
+    result["scores"] = {
+        name: [[_json_value(a), _json_value(b)] for a, b in pairs] for name, pairs in scores.items()
+    }
     if config.out:
         # json.dumps as before: a constant metric's correlation is NaN, which write_json refuses.
         write_text(config.out, json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _json_value(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def paired_bootstrap(
+    instances: Sequence[Instance],
+    scores_a: Scores,
+    scores_b: Scores,
+    n: int,
+    seed: int = 0,
+    metrics: Sequence[str] = (*OUR_METRICS, *SOFT_METRICS),
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Run B against run A on the same instances: each metric's Pearson (×100) for A and B and
+    the 95% percentile interval of B − A, both computed on the same instance resamples (the
+    paired interval: far narrower than the two runs' own intervals, which share most of their
+    noise)."""
+    missing = [m for m in metrics if m not in scores_a or m not in scores_b]
+    if missing:
+        raise InputError(f"metric(s) missing from a run's scores: {', '.join(missing)}")
+    draws = list(bootstrap_indices(len(instances), n, seed))
+    preds_a, preds_b = scaled_deltas(scores_a), scaled_deltas(scores_b)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for label in HUMAN_LABELS:
+        owner, human, by_instance = _label_rows(instances, label)
+        out[label] = {}
+        for m in metrics:
+            a, b = preds_a[m][owner], preds_b[m][owner]
+            diffs = []
+            for draw in draws:
+                idx = np.concatenate([by_instance[i] for i in draw])
+                diffs.append(100 * (pearson(b[idx], human[idx]) - pearson(a[idx], human[idx])))
+            lo, hi = percentile_interval(np.array(diffs))
+            full_a, full_b = 100 * pearson(a, human), 100 * pearson(b, human)
+            out[label][m] = {
+                "a": round(full_a, 1),
+                "b": round(full_b, 1),
+                "b_minus_a": round(full_b - full_a, 1),
+                "low": round(lo, 1),
+                "high": round(hi, 1),
+            }
+    return out
+
+
+def _run_scores(run: dict[str, Any], where: str) -> tuple[list[str], Scores]:
+    ids, scores = run.get("instance_ids"), run.get("scores")
+    if not isinstance(ids, list) or not isinstance(scores, dict):
+        raise InputError(
+            "no per-instance scores (written by dev meta-eval --out since 2026-12-02)",
+            record=where,
+            field="scores",
+        )
+    out: dict[str, list[tuple[float, float]]] = {}
+    for name, pairs in scores.items():
+        if not isinstance(pairs, list) or len(pairs) != len(ids):
+            raise InputError(
+                f"expected {len(ids)} value pairs", record=where, field=f"scores.{name}"
+            )
+        values = []
+        for n, pair in enumerate(pairs):
+            if not (
+                isinstance(pair, list)
+                and len(pair) == 2
+                and all(
+                    v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+                    for v in pair
+                )
+            ):
+                raise InputError(
+                    f"expected [number or null, number or null], got {pair!r}",
+                    record=where,
+                    field=f"scores.{name}[{n}]",
+                )
+            a, b = (math.nan if v is None else float(v) for v in pair)
+            values.append((a, b))
+        out[name] = values
+    return [str(i) for i in ids], out
+
+
+def compare_runs(
+    path_a: Path, path_b: Path, data: Path | None = None, n: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """Two ``dev meta-eval --out`` files of the same instances compared pair by pair
+    (:func:`paired_bootstrap`, B minus A); the human labels are read again from ``data``
+    (default: the data file run A names)."""
+    runs = []
+    for path in (path_a, path_b):
+        try:
+            runs.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"cannot read a meta-eval result: {exc}", record=str(path)) from None
+    (ids_a, scores_a), (ids_b, scores_b) = (
+        _run_scores(run, str(path)) for run, path in zip(runs, (path_a, path_b), strict=True)
+    )
+    if ids_a != ids_b:
+        raise InputError(
+            f"the runs scored different instances ({len(ids_a)} vs {len(ids_b)}, or another "
+            "order): compare runs of the same data and --ids/--limit",
+            record=str(path_b),
+            field="instance_ids",
+        )
+    data = Path(data if data is not None else runs[0].get("data", ""))
+    by_id = {inst.instance_id: inst for inst in read_instances(data)}
+    unknown = [i for i in ids_a if i not in by_id]
+    if unknown:
+        raise InputError(
+            f"instance_id(s) of the runs not in {data}: {', '.join(unknown[:5])}",
+            field="instance_ids",
+        )
+    instances = [by_id[i] for i in ids_a]
+    return {
+        "a": {"path": str(path_a), "model": runs[0].get("model")},
+        "b": {"path": str(path_b), "model": runs[1].get("model")},
+        "data": str(data),
+        "instances": len(instances),
+        "resamples": n,
+        "paired": paired_bootstrap(instances, scores_a, scores_b, n, seed),
+    }
+
+
+def compare_table(result: dict[str, Any]) -> str:
+    """Markdown table of :func:`compare_runs`: each human label's matching metric and its
+    soft variant, A, B, B − A and the paired 95% interval."""
+    lines = [
+        f"A: `{result['a']['path']}` ({result['a']['model']})  "
+        f"B: `{result['b']['path']}` ({result['b']['model']})",
+        f"{result['instances']} instances, {result['resamples']} paired instance resamples",
+        "",
+        "| human label | metric | A | B | B − A | 95% interval | |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, metric in HEADLINE.items():
+        for name in (metric, "soft_" + metric):
+            r = result["paired"][label][name]
+            verdict = "B better" if r["low"] > 0 else "A better" if r["high"] < 0 else ""
+            lines.append(
+                f"| {label} | {name} | {_num(r['a'])} | {_num(r['b'])} | {r['b_minus_a']:+.1f} "
+                f"| [{r['low']:.1f}, {r['high']:.1f}] | {verdict} |"
+            )
+    return "\n".join(lines)
 
 
 def shifted_head(head: Any, shift: float) -> Any:

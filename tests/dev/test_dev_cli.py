@@ -23,6 +23,7 @@ COMMANDS = (
     "bench-judges",
     "average",
     "compare-nli",
+    "compare-meta",
     "ledger",
 )
 

@@ -124,6 +124,12 @@ def test_end_to_end_engine_tracks_human_preference(tmp_path: Path, lexical_model
         assert corr[label]["soft_" + metric]["pearson"] > 80, (label, corr[label])
         assert set(result["bootstrap"][label]) == set(corr[label])
     assert corr["annotator_agreement"]["overall"]["n"] == 4
+    # Per-instance scores for dev compare-meta: a run compared with itself differs by nothing.
+    assert result["instance_ids"] == ["0", "1", "2", "3"]
+    assert set(result["scores"]) == {*me.OUR_METRICS, *me.SOFT_METRICS, *me.BASELINES}
+    assert all(len(v) == 4 for v in result["scores"].values())
+    same = me.compare_runs(out, out, n=50)["paired"]["overall"]["f1"]
+    assert same["b_minus_a"] == same["low"] == same["high"] == 0.0
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -170,3 +176,60 @@ def test_bootstrap_intervals_separate_a_tracking_metric_from_noise() -> None:
         me.bootstrap(instances, scores, 0)
     with pytest.raises(InputError, match="baseline 'rouge_l' is not among"):
         me.bootstrap(instances, {"good": tracking}, 10)
+
+
+def _run_file(path: Path, instances: list[Instance], scores: dict, data: Path) -> Path:
+    # What dev meta-eval --out writes for its per-instance scores.
+    path.write_text(
+        json.dumps(
+            {
+                "data": str(data),
+                "model": path.stem,
+                "instance_ids": [i.instance_id for i in instances],
+                "scores": {
+                    k: [[None if math.isnan(x) else x for x in pair] for pair in v]
+                    for k, v in scores.items()
+                },
+            }
+        )
+    )
+    return path
+
+
+def test_paired_comparison_tells_a_better_run_from_the_same_run(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    labels = [int(v) for v in rng.integers(-2, 3, size=40)]
+    data = tmp_path / "human.json"
+    data.write_text(json.dumps([row(i, BAD, GOOD, v) for i, v in enumerate(labels)]))
+    instances = read_instances(data)
+    names = (*me.OUR_METRICS, *me.SOFT_METRICS)
+    noise = {m: [(0.0, float(x)) for x in rng.normal(size=40)] for m in names}
+    # B tracks people on precision; its recall is undefined for one instance (null in the file).
+    tracking = dict(noise, precision=[(0.0, v + 0.3 * rng.normal()) for v in labels])
+    tracking["recall"] = [(math.nan, 0.0), *noise["recall"][1:]]
+    a = _run_file(tmp_path / "a.json", instances, noise, data)
+    b = _run_file(tmp_path / "b.json", instances, tracking, data)
+    out = me.compare_runs(a, b, n=300, seed=1)
+    p = out["paired"]["correctness"]["precision"]
+    assert p["b"] > 80 and p["b_minus_a"] > 50 and p["low"] > 30  # B is better, beyond noise
+    same = me.compare_runs(a, a, n=300, seed=1)["paired"]["overall"]["f1"]
+    assert same["b_minus_a"] == same["low"] == same["high"] == 0.0
+    assert me.compare_runs(a, b, n=300, seed=1) == out  # seeded
+
+    run = CliRunner().invoke(main, ["dev", "compare-meta", str(a), str(b), "--n-boot", "100"])
+    assert run.exit_code == 0, run.output
+    assert "| correctness | precision |" in run.stdout and "B better" in run.stdout
+
+    # Runs of other instances, or a file without per-instance scores, are refused by name.
+    c = _run_file(tmp_path / "c.json", instances[:39], {m: v[:39] for m, v in noise.items()}, data)
+    with pytest.raises(InputError, match="different instances"):
+        me.compare_runs(a, c)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"data": str(data), "correlations": {}}))
+    run = CliRunner().invoke(main, ["dev", "compare-meta", str(a), str(old)])
+    assert run.exit_code == 2 and "old.json" in run.output and "scores" in run.output
+    bad = json.loads(b.read_text())
+    bad["scores"]["f1"][3] = ["x", 1]
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(InputError, match=r"scores\.f1\[3\]"):
+        me.compare_runs(a, tmp_path / "bad.json")
