@@ -29,7 +29,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,15 +134,27 @@ def correlations(instances: Sequence[Instance], scores: Scores) -> dict[str, Any
     return out
 
 
-def _label_rows(
-    instances: Sequence[Instance], label: str
-) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """For one human label: each annotator row's instance index, its label, and each
-    instance's rows (both annotators' labels travel with their instance in a resample)."""
-    rows = [(i, lab[label]) for i, inst in enumerate(instances) for lab in inst.labels]
-    owner = np.array([i for i, _ in rows])
-    human = np.array([h for _, h in rows], dtype=np.float64)
-    return owner, human, [np.flatnonzero(owner == i) for i in range(len(instances))]
+def _resampled_pearsons(
+    instances: Sequence[Instance], preds: Mapping[Any, np.ndarray], draws: Sequence[np.ndarray]
+) -> tuple[dict[str, dict[Any, float]], dict[str, dict[Any, np.ndarray]]]:
+    """Per human label, each prediction's Pearson (×100) on the full sample and on every
+    instance resample of ``draws`` (both annotators' labels travel with their instance): the
+    one resampling behind :func:`bootstrap` and :func:`paired_bootstrap`."""
+    full: dict[str, dict[Any, float]] = {}
+    samples: dict[str, dict[Any, np.ndarray]] = {}
+    for label in HUMAN_LABELS:
+        rows = [(i, lab[label]) for i, inst in enumerate(instances) for lab in inst.labels]
+        owner = np.array([i for i, _ in rows])
+        human = np.array([h for _, h in rows], dtype=np.float64)
+        by_instance = [np.flatnonzero(owner == i) for i in range(len(instances))]
+        values: dict[Any, list[float]] = {m: [] for m in preds}
+        for draw in draws:
+            idx = np.concatenate([by_instance[i] for i in draw])
+            for m, pred in preds.items():
+                values[m].append(100 * pearson(pred[owner[idx]], human[idx]))
+        full[label] = {m: 100 * pearson(pred[owner], human) for m, pred in preds.items()}
+        samples[label] = {m: np.array(v) for m, v in values.items()}
+    return full, samples
 
 
 def bootstrap(
@@ -163,19 +175,12 @@ def bootstrap(
     if baseline not in scores:
         raise InputError(f"baseline {baseline!r} is not among the scores {sorted(scores)}")
     # Pearson is invariant to the min-max scaling, so scale once on the full sample.
-    preds = scaled_deltas(scores)
+    _, samples = _resampled_pearsons(instances, scaled_deltas(scores), draws)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for label in HUMAN_LABELS:
-        owner, human, by_instance = _label_rows(instances, label)
-        samples: dict[str, list[float]] = {m: [] for m in preds}
-        for draw in draws:
-            idx = np.concatenate([by_instance[i] for i in draw])
-            for m, pred in preds.items():
-                samples[m].append(100 * pearson(pred[owner[idx]], human[idx]))
-        base = np.array(samples[baseline])
+        base = samples[label][baseline]
         out[label] = {}
-        for m, values in samples.items():
-            v = np.array(values)
+        for m, v in samples[label].items():
             lo, hi = percentile_interval(v)
             dlo, dhi = percentile_interval(v - base)
             out[label][m] = {
@@ -323,18 +328,14 @@ def paired_bootstrap(
         raise InputError(f"metric(s) missing from a run's scores: {', '.join(missing)}")
     draws = list(bootstrap_indices(len(instances), n, seed))
     preds_a, preds_b = scaled_deltas(scores_a), scaled_deltas(scores_b)
+    preds = {**{("a", m): preds_a[m] for m in metrics}, **{("b", m): preds_b[m] for m in metrics}}
+    full, samples = _resampled_pearsons(instances, preds, draws)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for label in HUMAN_LABELS:
-        owner, human, by_instance = _label_rows(instances, label)
         out[label] = {}
         for m in metrics:
-            a, b = preds_a[m][owner], preds_b[m][owner]
-            diffs = []
-            for draw in draws:
-                idx = np.concatenate([by_instance[i] for i in draw])
-                diffs.append(100 * (pearson(b[idx], human[idx]) - pearson(a[idx], human[idx])))
-            lo, hi = percentile_interval(np.array(diffs))
-            full_a, full_b = 100 * pearson(a, human), 100 * pearson(b, human)
+            lo, hi = percentile_interval(samples[label]["b", m] - samples[label]["a", m])
+            full_a, full_b = full[label]["a", m], full[label]["b", m]
             out[label][m] = {
                 "a": round(full_a, 1),
                 "b": round(full_b, 1),
