@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..formats.files import write_text
+from ..formats.files import parse_json, write_text
 from ..judge.prefilter import content_terms
 from ..metrics.stats import bootstrap_indices, pearson, percentile_interval, spearman
 from .config import MetaEvalConfig
@@ -346,7 +346,11 @@ def paired_bootstrap(
     return out
 
 
-def _run_scores(run: dict[str, Any], where: str) -> tuple[list[str], Scores]:
+def _run_scores(run: Any, where: str) -> tuple[list[str], Scores]:
+    if not isinstance(run, dict):
+        raise InputError(
+            f"expected a meta-eval result object, found {type(run).__name__}", record=where
+        )
     ids, scores = run.get("instance_ids"), run.get("scores")
     if not isinstance(ids, list) or not isinstance(scores, dict):
         raise InputError(
@@ -390,9 +394,11 @@ def compare_runs(
     runs = []
     for path in (path_a, path_b):
         try:
-            runs.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as exc:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read a meta-eval result: {exc}", record=str(path)) from None
+        # parse_json, not load_json: a run's correlations may hold NaN (a constant metric).
+        runs.append(parse_json(text, str(path)))
     (ids_a, scores_a), (ids_b, scores_b) = (
         _run_scores(run, str(path)) for run, path in zip(runs, (path_a, path_b), strict=True)
     )

@@ -228,6 +228,12 @@ def test_paired_comparison_tells_a_better_run_from_the_same_run(tmp_path: Path) 
     old.write_text(json.dumps({"data": str(data), "correlations": {}}))
     run = CliRunner().invoke(main, ["dev", "compare-meta", str(a), str(old)])
     assert run.exit_code == 2 and "old.json" in run.output and "scores" in run.output
+    (tmp_path / "list.json").write_text("[1, 2]")
+    run = CliRunner().invoke(main, ["dev", "compare-meta", str(a), str(tmp_path / "list.json")])
+    assert run.exit_code == 2 and "list.json" in run.output and "found list" in run.output
+    (tmp_path / "cut.json").write_text('{"scores": ')
+    with pytest.raises(InputError, match="malformed JSON"):
+        me.compare_runs(a, tmp_path / "cut.json")
     bad = json.loads(b.read_text())
     bad["scores"]["f1"][3] = ["x", 1]
     (tmp_path / "bad.json").write_text(json.dumps(bad))
