@@ -139,7 +139,17 @@ def test_halueval_pairs_per_part() -> None:
         "The mayor opened the bridge. It cost 3 million dollars.",
         "The mayor opened the bridge. It cost 9 billion euros and collapsed.",
     )
+    # By default a hallucinated summary gives no sentence labels: most of its sentences are
+    # faithful paraphrases, and round 3 learnt from the neutral label that paraphrases are not
+    # entailed.
     train, dev = halueval_pairs("summarization", [summ], RealDataConfig())
+    rows = train + dev
+    assert [(r["kind"], r["label"]) for r in rows] == [
+        ("summarization/faithful", "entailment"),
+        ("summarization/faithful", "entailment"),
+    ]
+    cfg = RealDataConfig(summary_hallucinated_sentences=True)
+    train, dev = halueval_pairs("summarization", [summ], cfg)
     rows = train + dev
     assert {r["kind"] for r in rows} == {
         "summarization/faithful",
