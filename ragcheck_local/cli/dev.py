@@ -104,6 +104,11 @@ def dev(ctx: click.Context) -> None:
     "--max-docs", type=int, default=0, show_default=True,
     help="Cap documents per source (0 = all).",
 )  # fmt: skip
+@click.option(
+    "--summary-hallucinated-sentences", is_flag=True,
+    help="Also label each sentence of a hallucinated HaluEval summary neutral (noisy: most are "
+    "faithful paraphrases; the files of round 3 segments 1-3).",
+)  # fmt: skip
 def make_data(**options: Any) -> None:
     """Build claim-against-passage NLI training data: synthetic grounding pairs (Python docs,
     Factcheck-GPT evidence), Factcheck-GPT train/train-dev pairs, WiCE pairs and, when given,

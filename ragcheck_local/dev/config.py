@@ -71,6 +71,9 @@ class GroundingConfig:
     unrelated_rate: float = 0.4
     max_docs: int = 0
     """Documents per source at most (0 = all)."""
+    summary_hallucinated_sentences: bool = False
+    """HaluEval: also label the hallucinated summaries' sentences neutral (the files of round 3
+    segments 1-3; see :class:`~.realdata.RealDataConfig`)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.min_words <= self.max_words:

@@ -477,7 +477,11 @@ def make_data(config: GroundingConfig) -> dict[str, object]:
     if any(v is not None for v in real.values()):
         from .realdata import RealDataConfig, build_real
 
-        counts.update(build_real(out, cfg=RealDataConfig(seed=config.seed), **real))
+        cfg = RealDataConfig(
+            seed=config.seed, summary_hallucinated_sentences=config.summary_hallucinated_sentences
+        )
+        counts["summary_hallucinated_sentences"] = cfg.summary_hallucinated_sentences
+        counts.update(build_real(out, cfg=cfg, **real))
     if not docs:
         raise InputError(
             f"no source documents (no Python documentation at {config.python_docs}, "

@@ -6,6 +6,7 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -237,6 +238,21 @@ def test_cli_real_data_options_write_their_files(tmp_path: Path) -> None:
         assert (out / f"{name}_train.jsonl").is_file() or (out / f"{name}_dev.jsonl").is_file()
     assert counts["mnli_train"] + counts.get("mnli_dev", 0) == 20
     assert counts["scitail_train"] + counts.get("scitail_dev", 0) == 20
+
+    def summary_kinds(counts: dict[str, Any]) -> set[str]:
+        return set(counts.get("halueval_summarization_train_by_kind", {})) | set(
+            counts.get("halueval_summarization_dev_by_kind", {})
+        )
+
+    # The hallucinated summary gives no sentence label unless asked (the old, noisy files).
+    assert counts["summary_hallucinated_sentences"] is False
+    assert summary_kinds(counts) == {"entailment/summarization/faithful"}
+    flag = ["--summary-hallucinated-sentences"]
+    result = CliRunner().invoke(main, ["dev", "make-data", *args, *flag])
+    assert result.exit_code == 0, result.output
+    counts = json.loads((out / "counts.json").read_text(encoding="utf-8"))
+    assert counts["summary_hallucinated_sentences"] is True
+    assert "neutral/summarization/likely_hallucinated" in summary_kinds(counts)
 
 
 def test_wice_pairs_sentence_evidence_and_partial_support_is_not_entailed(tmp_path: Path) -> None:
