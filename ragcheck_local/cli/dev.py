@@ -109,6 +109,11 @@ def dev(ctx: click.Context) -> None:
     help="Also label each sentence of a hallucinated HaluEval summary neutral (noisy: most are "
     "faithful paraphrases; the files of round 3 segments 1-3).",
 )  # fmt: skip
+@click.option(
+    "--dialogue-faithful", is_flag=True,
+    help="Also pair HaluEval dialogue's right responses with their knowledge as entailment "
+    "(noisy: mostly chat; the files of round 3 segments 1-4).",
+)  # fmt: skip
 def make_data(**options: Any) -> None:
     """Build claim-against-passage NLI training data: synthetic grounding pairs (Python docs,
     Factcheck-GPT evidence), Factcheck-GPT train/train-dev pairs, WiCE pairs and, when given,

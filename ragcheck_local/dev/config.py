@@ -74,6 +74,9 @@ class GroundingConfig:
     summary_hallucinated_sentences: bool = False
     """HaluEval: also label the hallucinated summaries' sentences neutral (the files of round 3
     segments 1-3; see :class:`~.realdata.RealDataConfig`)."""
+    dialogue_faithful: bool = False
+    """HaluEval: also pair dialogue's right responses with their knowledge as entailment (the
+    files of round 3 segments 1-4)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.min_words <= self.max_words:

@@ -478,9 +478,12 @@ def make_data(config: GroundingConfig) -> dict[str, object]:
         from .realdata import RealDataConfig, build_real
 
         cfg = RealDataConfig(
-            seed=config.seed, summary_hallucinated_sentences=config.summary_hallucinated_sentences
+            seed=config.seed,
+            summary_hallucinated_sentences=config.summary_hallucinated_sentences,
+            dialogue_faithful=config.dialogue_faithful,
         )
         counts["summary_hallucinated_sentences"] = cfg.summary_hallucinated_sentences
+        counts["dialogue_faithful"] = cfg.dialogue_faithful
         counts.update(build_real(out, cfg=cfg, **real))
     if not docs:
         raise InputError(

@@ -13,7 +13,10 @@ Sources and their split rules (``../shared/data/SOURCES.md``; the readers live i
   (:func:`~.datasets.fever_text`) so spacing cannot tell gold evidence from other text.
 * HaluEval (:func:`halueval_pairs`), dev rows (:func:`~.datasets.is_halueval_dev`) go to the
   dev files: qa as one claim made of the question and the answer against the knowledge;
-  dialogue as the response against the knowledge; summarization sentence by sentence, each
+  dialogue's hallucinated response against the knowledge as neutral (the right response is
+  a chat turn, not a claim the knowledge entails: 84% of them share under half their content
+  words with it, so it is labelled entailment only with ``dialogue_faithful``);
+  summarization sentence by sentence, each
   against the document window that covers it best (word overlap); a faithful summary's
   sentence whose best window covers under ``min_cover`` of its words is dropped, since the
   window then probably misses the evidence. The hallucinated summary is labelled as a whole,
@@ -152,6 +155,9 @@ class RealDataConfig:
     supports_neutral: int = 25_000
     """SUPPORTS claims also paired with retrieved non-gold sentences as neutral."""
     min_cover: float = 0.6
+    dialogue_faithful: bool = False
+    """Also pair HaluEval dialogue's right response with its knowledge as entailment (off:
+    it is mostly chat, opinion or facts the knowledge does not hold)."""
     summary_hallucinated_sentences: bool = False
     """Also label each sentence of a hallucinated summary that the faithful one lacks neutral
     (off: most such sentences are faithful paraphrases, so the label is mostly wrong)."""
@@ -264,7 +270,8 @@ def halueval_pairs(
         group = f"halueval:{part}:{n}"
         out = dev if is_halueval_dev(r.source) else train
         if part != "summarization":
-            out.append(_row(r.source, r.faithful, "entailment", group, f"{part}/faithful"))
+            if part != "dialogue" or cfg.dialogue_faithful:
+                out.append(_row(r.source, r.faithful, "entailment", group, f"{part}/faithful"))
             out.append(_row(r.source, r.hallucinated, "neutral", group, f"{part}/hallucinated"))
             continue
         sentences = split_sentences(r.source)

@@ -247,11 +247,16 @@ def test_cli_real_data_options_write_their_files(tmp_path: Path) -> None:
     # The hallucinated summary gives no sentence label unless asked (the old, noisy files).
     assert counts["summary_hallucinated_sentences"] is False
     assert summary_kinds(counts) == {"entailment/summarization/faithful"}
-    flag = ["--summary-hallucinated-sentences"]
-    result = CliRunner().invoke(main, ["dev", "make-data", *args, *flag])
+    assert counts["dialogue_faithful"] is False
+    names = ("halueval_dialogue_train.jsonl", "halueval_dialogue_dev.jsonl")
+    dialogue = "".join((out / n).read_text(encoding="utf-8") for n in names if (out / n).is_file())
+    assert [json.loads(line)["label"] for line in dialogue.splitlines()] == ["neutral"]
+    flags = ["--summary-hallucinated-sentences", "--dialogue-faithful"]
+    result = CliRunner().invoke(main, ["dev", "make-data", *args, *flags])
     assert result.exit_code == 0, result.output
     counts = json.loads((out / "counts.json").read_text(encoding="utf-8"))
     assert counts["summary_hallucinated_sentences"] is True
+    assert counts["dialogue_faithful"] is True
     assert "neutral/summarization/likely_hallucinated" in summary_kinds(counts)
 
 

@@ -164,6 +164,17 @@ def test_halueval_pairs_per_part() -> None:
     train, dev = halueval_pairs("qa", [qa], RealDataConfig())
     assert [r["label"] for r in train + dev] == ["entailment", "neutral"]
     assert dev if is_halueval_dev(qa.source) else train
+    # A dialogue's right response is a chat turn, not a claim its knowledge entails: only the
+    # hallucinated response is labelled, unless the old files are asked for.
+    chat = HaluEvalRow(
+        "Iron Man is starring Robert Downey Jr.",
+        "I love that movie! Didn't know RDJ was in it.",
+        "RDJ starred in Iron Man with Tom Hanks.",
+    )
+    train, dev = halueval_pairs("dialogue", [chat], RealDataConfig())
+    assert [(r["label"], r["kind"]) for r in train + dev] == [("neutral", "dialogue/hallucinated")]
+    train, dev = halueval_pairs("dialogue", [chat], RealDataConfig(dialogue_faithful=True))
+    assert [r["label"] for r in train + dev] == ["entailment", "neutral"]
 
 
 def test_split_rules_follow_sources_md() -> None:
