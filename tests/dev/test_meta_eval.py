@@ -33,6 +33,14 @@ def test_rouge_l_known_values() -> None:
     assert me.rouge_l("c b a", "a b c") == pytest.approx(1 / 3)
 
 
+def test_rouge_l_parts_precision_over_candidate_recall_over_reference() -> None:
+    # A short answer that says only true things has full precision and low recall.
+    p, r, f = me.rouge_l_parts("the Nile is long", "the Nile is long and it flows north")
+    assert (p, r) == (1.0, 0.5) and f == pytest.approx(2 / 3)
+    assert me.rouge_l_parts("x", "") == (0.0, 0.0, 0.0)
+    assert me.rouge_l_parts("x y", "a b") == (0.0, 0.0, 0.0)
+
+
 def test_coverage_counts_reference_content_terms() -> None:
     assert me.coverage("the Nile flows north", "The Nile flows north.") == 1.0
     assert me.coverage("the Nile", "The Nile flows north.") == pytest.approx(1 / 3)
@@ -115,6 +123,8 @@ def test_end_to_end_engine_tracks_human_preference(tmp_path: Path, lexical_model
     assert run.exit_code == 0, run.output
     assert "| correctness | precision |" in run.stdout
     assert "95% intervals (200 instance resamples)" in run.stdout
+    # Each label against its own ROUGE-L part: correctness against ROUGE-L precision.
+    assert "(precision) |" in run.stdout and "minus rouge_l_precision [" in run.stdout
     result = json.loads(out.read_text())
     assert result["instances"] == 4 and result["labels"] == 8
     corr = result["correlations"]
@@ -123,6 +133,7 @@ def test_end_to_end_engine_tracks_human_preference(tmp_path: Path, lexical_model
         assert set(corr[label]) == {*me.OUR_METRICS, *me.SOFT_METRICS, *me.BASELINES}
         assert corr[label]["soft_" + metric]["pearson"] > 80, (label, corr[label])
         assert set(result["bootstrap"][label]) == set(corr[label])
+        assert f"minus_{me.MATCHED_ROUGE[label]}_low" in result["bootstrap"][label][metric]
     assert corr["annotator_agreement"]["overall"]["n"] == 4
     # Per-instance scores for dev compare-meta: a run compared with itself differs by nothing.
     assert result["instance_ids"] == ["0", "1", "2", "3"]
@@ -164,18 +175,26 @@ def test_bootstrap_intervals_separate_a_tracking_metric_from_noise() -> None:
     tracking = [(0.0, float(v)) for v in labels]  # delta = the human label
     noise = [(0.0, float(x)) for x in rng.normal(size=40)]
     scores = {"rouge_l": noise, "good": tracking}
-    out = me.bootstrap(instances, scores, 200, seed=3)
+    out = me.bootstrap(instances, scores, 200, seed=3, baseline="rouge_l")
     good = out["overall"]["good"]
     assert good["low"] == good["high"] == 100.0
     assert good["minus_rouge_l_low"] > 40  # far better than noise, and the interval says so
     rouge = out["overall"]["rouge_l"]
     assert rouge["low"] < 0 < rouge["high"]
     assert rouge["minus_rouge_l_low"] == rouge["minus_rouge_l_high"] == 0.0
-    assert me.bootstrap(instances, scores, 200, seed=3) == out  # seeded
+    assert me.bootstrap(instances, scores, 200, seed=3, baseline="rouge_l") == out  # seeded
     with pytest.raises(ValueError, match="at least 1 resample"):
-        me.bootstrap(instances, scores, 0)
+        me.bootstrap(instances, scores, 0, baseline="rouge_l")
     with pytest.raises(InputError, match="baseline 'rouge_l' is not among"):
-        me.bootstrap(instances, {"good": tracking}, 10)
+        me.bootstrap(instances, {"good": tracking}, 10, baseline="rouge_l")
+    # By default each label is measured against its matched ROUGE-L part.
+    with pytest.raises(InputError, match="baseline 'rouge_l_precision' is not among"):
+        me.bootstrap(instances, scores, 10)
+    matched = {name: noise for name in me.MATCHED_ROUGE.values()} | {"good": tracking}
+    out = me.bootstrap(instances, matched, 50, seed=3)
+    assert "minus_rouge_l_precision_low" in out["correctness"]["good"]
+    assert "minus_rouge_l_recall_low" in out["completeness"]["good"]
+    assert "minus_rouge_l_low" in out["overall"]["good"]
 
 
 def _run_file(path: Path, instances: list[Instance], scores: dict, data: Path) -> Path:
