@@ -106,15 +106,23 @@ def ledger_markers(ledger: Path) -> tuple[str, str]:
 
 
 def ledger_rows(ledger: Path) -> list[str]:
-    """The ledger as Markdown table rows: each segment, where it started (the last kept
-    segment's checkpoint; a start whose ``init_sha256`` is not that checkpoint's hash is
-    flagged), steps, dev scores, SNLI test, wall time and whether it was kept."""
+    """The ledger as Markdown table rows: each segment, where it started (the first: its
+    ``init`` and hash; later ones: the last kept segment's checkpoint, flagged when
+    ``init_sha256`` is not that checkpoint's hash), steps, dev scores, SNLI test, wall time
+    and whether it was kept."""
     rows: list[str] = []
     last_kept: int | None = None
     last_hash: str | None = None
     for _, r in iter_jsonl(ledger):
         dev = r["dev"]
-        start = "v2 (shipped)" if last_kept is None else f"segment {last_kept}'s checkpoint"
+        if last_kept is None:
+            # The ledger's first start is whatever --init named (not always the shipped model:
+            # a round may continue another round's checkpoint).
+            start = f"`{r['init']}`" if r.get("init") else "the base"
+            if r.get("init_sha256"):
+                start += f" (sha256 {str(r['init_sha256'])[:12]})"
+        else:
+            start = f"segment {last_kept}'s checkpoint"
         if last_hash and r["init_sha256"] != last_hash:
             start += " (**not** the committed checkpoint: hash differs)"
         kept = r.get("kept", True)

@@ -32,7 +32,7 @@ def _segment(n: int, init: str | None, out: str | None, kept: bool, score: float
 def ledger(tmp_path: Path) -> Path:
     path = tmp_path / "ledger.jsonl"
     rows = [
-        _segment(1, "v2", "aaa", True, 0.75),
+        {**_segment(1, "c32f2193fc09656f", "aaa", True, 0.75), "init": "models/nli"},
         _segment(2, "aaa", None, False, 0.74),
         _segment(3, "aaa", "bbb", True, 0.76),
         _segment(4, "zzz", None, False, 0.70),  # did not start from the committed checkpoint
@@ -44,7 +44,10 @@ def ledger(tmp_path: Path) -> Path:
 def test_rows_say_where_each_segment_started(ledger: Path) -> None:
     rows = ledger_rows(ledger)
     assert len(rows) == 4
-    assert rows[0].startswith("| 1 | v2 (shipped) | 500 (8,000), best 400 | 2e-05, 21 |")
+    # The first segment names what it started from: --init and the weights' hash.
+    assert rows[0].startswith(
+        "| 1 | `models/nli` (sha256 c32f2193fc09) | 500 (8,000), best 400 | 2e-05, 21 |"
+    )
     assert "0.7500 (80.0 / 85.0 / 72.5 / 60.0) | 80.3% | 15 min | yes |" in rows[0]
     assert rows[1].startswith("| 2 | segment 1's checkpoint") and rows[1].endswith("| no |")
     assert rows[2].startswith("| 3 | segment 1's checkpoint")  # 2 was not kept
