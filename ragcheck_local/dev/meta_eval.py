@@ -64,11 +64,6 @@ Scores = dict[str, Sequence[tuple[float, float]]]
 """Per metric, (model1, model2) values for every instance."""
 
 
-def rouge_l(candidate: str, reference: str) -> float:
-    """ROUGE-L F1 over case-folded word tokens (longest common subsequence); 0.0 if one is empty."""
-    return rouge_l_parts(candidate, reference)[2]
-
-
 def rouge_l_parts(candidate: str, reference: str) -> tuple[float, float, float]:
     """ROUGE-L (precision, recall, F1) of ``candidate`` against ``reference``: the longest
     common subsequence of case-folded word tokens over the candidate's length, the
