@@ -43,6 +43,7 @@ import json
 import logging
 import random
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -500,6 +501,9 @@ def make_data(config: GroundingConfig) -> dict[str, object]:
     counts["answers_dev"] = write_jsonl(out / "answers_dev.jsonl", a_dev)
     counts["answers_train_by_kind"] = count_kinds(a_train)
     counts["documents"] = len(docs)
+    # By source, so two builds that differ only in what the machine had (python3-doc
+    # installed or not) are told apart by their counts, not discovered after training.
+    counts["documents_by_source"] = dict(sorted(Counter(d.source for d in docs).items()))
     counts["seed"] = config.seed
     write_json(out / "counts.json", counts)
     return counts

@@ -180,6 +180,10 @@ def test_cli_writes_files(tmp_path: Path) -> None:
     assert counts["factcheck_train"] + counts["factcheck_traindev"] <= 30
     assert (out / "grounding_train.jsonl").is_file()
     assert "no Python documentation" in result.stderr
+    # What each source gave is recorded, so a build without python3-doc is told apart.
+    assert counts["documents_by_source"] == {
+        "Factcheck-GPT evidence (Apache-2.0)": counts["documents"]
+    }
     # No documents at all, or a bad word range: exit 2, naming the field.
     empty = CliRunner().invoke(
         main, ["dev", "make-data", "--out", str(tmp_path / "o2"), "--python-docs", "none"]
