@@ -71,9 +71,7 @@ class CheckResults:
     def _rows(self, what: View) -> list[dict[str, Any]]:
         views = {"items": self.items, "claims": self.claims, "results": self.results}
         if what not in views:
-            raise InputError(
-                f"expected one of {', '.join(views)}, found {what!r}", field="what"
-            )
+            raise InputError(f"expected one of {', '.join(views)}, found {what!r}", field="what")
         return views[what]
 
     def to_pandas(self, what: View = "items") -> Any:

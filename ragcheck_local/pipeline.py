@@ -296,9 +296,7 @@ def _check_records(read: Read, config: EvalConfig, source: str) -> _Checked:
     note = _language_note(facts.pop("languages"), lang_counts, lang_first, config.nli.model_path)
     if note:
         logger.warning(note)
-    return _Checked(
-        declared, policy, foreign, rejected, n_items, foreign_here, lang_counts, facts
-    )
+    return _Checked(declared, policy, foreign, rejected, n_items, foreign_here, lang_counts, facts)
 
 
 def _pending(read: Read, checked: _Checked, run: Any, done: set[str]) -> Iterator[RagItem]:

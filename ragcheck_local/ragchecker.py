@@ -186,9 +186,7 @@ class RAGResult:
         for name in ("query", "response"):
             if name not in kvs and not infer_missing:
                 found = ", ".join(repr(str(k)) for k in list(kvs)[:20])
-                raise InputError(
-                    f"missing (found fields: {found})", record=_name(kvs), field=name
-                )
+                raise InputError(f"missing (found fields: {found})", record=_name(kvs), field=name)
         context = kvs.get("retrieved_context")
         if context is not None and not isinstance(context, list):
             raise InputError(
@@ -455,9 +453,7 @@ class RAGChecker:
 
             # The records are RAGChecker's, whatever format a preset names for files.
             plain = dataclasses.replace(config.input, format="auto", column_map=())
-            run = evaluate_records(
-                records, dataclasses.replace(config, input=plain), on_block=fill
-            )
+            run = evaluate_records(records, dataclasses.replace(config, input=plain), on_block=fill)
             unavailable = run.output.get("metrics_unavailable") or {}
         data: dict[str, Any] = {"results": [r.to_dict() for r in results.results]}
         if unavailable:

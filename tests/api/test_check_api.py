@@ -57,9 +57,7 @@ def test_check_on_a_dataframe_equals_the_cli(tmp_path: Path, lexical_model: Path
     assert not list(tmp_path.glob("*.partial.jsonl"))
 
 
-def test_check_takes_a_dataset_a_list_and_a_column_map(
-    tmp_path: Path, lexical_model: Path
-) -> None:
+def test_check_takes_a_dataset_a_list_and_a_column_map(tmp_path: Path, lexical_model: Path) -> None:
     datasets = pytest.importorskip("datasets")
     renamed = [
         {"id": r["query_id"], "question": r["query"], "answer": r["response"],
